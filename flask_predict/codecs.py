@@ -1,0 +1,380 @@
+"""JSON <-> numpy: the one place that parses and prints request and response bodies.
+
+Policy, decided once here:
+
+* ``NaN``, ``Infinity`` and ``-Infinity`` tokens are accepted in requests and printed in
+  responses (TF Serving's JSON rules). JSON ``null`` in a floating-point input is NaN, which
+  XGBoost and other NaN-aware models read as *missing*.
+* ``{"b64": "..."}`` carries binary values; a string value of a BYTES tensor is its UTF-8 text.
+* Strings are never silently turned into numbers, and floats never into integers.
+
+Parsing uses orjson (several times faster than the standard library on number-heavy bodies)
+and falls back to simplejson for the non-standard tokens orjson refuses.
+"""
+
+from __future__ import annotations
+
+import base64
+import binascii
+import math
+from typing import Any, Mapping, Sequence
+
+import numpy as np
+import orjson
+import simplejson
+
+from .errors import InvalidInput
+from .types import Signature, Tensor, TensorSpec
+
+V2_TO_NUMPY: dict[str, np.dtype[Any]] = {
+    "BOOL": np.dtype(np.bool_),
+    "UINT8": np.dtype(np.uint8),
+    "UINT16": np.dtype(np.uint16),
+    "UINT32": np.dtype(np.uint32),
+    "UINT64": np.dtype(np.uint64),
+    "INT8": np.dtype(np.int8),
+    "INT16": np.dtype(np.int16),
+    "INT32": np.dtype(np.int32),
+    "INT64": np.dtype(np.int64),
+    "FP16": np.dtype(np.float16),
+    "FP32": np.dtype(np.float32),
+    "FP64": np.dtype(np.float64),
+    "BYTES": np.dtype(object),
+}
+"""Open Inference Protocol datatype -> numpy dtype: the one dtype table."""
+try:  # bfloat16 exists in numpy only through ml_dtypes (installed with TensorFlow/JAX)
+    import ml_dtypes
+
+    V2_TO_NUMPY["BF16"] = np.dtype(ml_dtypes.bfloat16)
+except ImportError:  # pragma: no cover - depends on what is installed
+    pass
+
+NUMPY_TO_V2: dict[np.dtype[Any], str] = {dtype: name for name, dtype in V2_TO_NUMPY.items()}
+
+
+def datatype_of(array: Tensor) -> str:
+    """The V2 datatype name of *array* (strings and bytes are ``BYTES``)."""
+    if array.dtype.kind in "USO":
+        return "BYTES"
+    try:
+        return NUMPY_TO_V2[array.dtype]
+    except KeyError:
+        raise InvalidInput(f"unsupported output dtype {array.dtype}")
+
+
+# --- bodies ---------------------------------------------------------------------------------
+
+def loads(body: bytes | str) -> Any:
+    """Parse a JSON body; raise :class:`InvalidInput` with the parser's reason."""
+    try:
+        return orjson.loads(body)
+    except orjson.JSONDecodeError as fast_error:
+        if "recursion" in str(fast_error):
+            raise InvalidInput("JSON Parse error: nested too deeply")
+        try:  # orjson refuses NaN/Infinity tokens and integers over 64 bits
+            return simplejson.loads(body, allow_nan=True)
+        except RecursionError:
+            raise InvalidInput("JSON Parse error: nested too deeply")
+        except (ValueError, TypeError) as exc:
+            raise InvalidInput(f"JSON Parse error: {exc}")
+
+
+def dumps(obj: Any) -> bytes:
+    """Print *obj* as JSON; numpy arrays and scalars may appear anywhere in it.
+
+    orjson prints numpy arrays directly, but writes non-finite floats as ``null``; when a
+    ``null`` shows up and the value really holds NaN or infinity, simplejson prints it again
+    with the ``NaN``/``Infinity`` tokens.
+    """
+    try:
+        fast = orjson.dumps(obj, option=orjson.OPT_SERIALIZE_NUMPY)
+        if b"null" not in fast or _all_finite(obj):
+            return fast
+    except TypeError:
+        pass
+    return simplejson.dumps(obj, default=_plain, allow_nan=True,
+                            separators=(",", ":")).encode()
+
+
+def _plain(value: Any) -> Any:
+    if isinstance(value, np.ndarray):
+        return value.tolist()
+    if isinstance(value, np.generic):
+        return value.item()
+    if isinstance(value, bytes):
+        return b64_value(value)
+    raise TypeError(f"{type(value).__name__} is not JSON serializable")
+
+
+def _all_finite(obj: Any) -> bool:
+    if isinstance(obj, float):
+        return math.isfinite(obj)
+    if isinstance(obj, np.ndarray):
+        return obj.dtype.kind not in "fc" or bool(np.isfinite(obj).all())
+    if isinstance(obj, np.floating):
+        return bool(np.isfinite(obj))
+    if isinstance(obj, Mapping):
+        return all(_all_finite(v) for v in obj.values())
+    if isinstance(obj, (list, tuple)):
+        return all(_all_finite(v) for v in obj)
+    return True
+
+
+# --- binary values --------------------------------------------------------------------------
+
+def is_b64(value: Any) -> bool:
+    return isinstance(value, dict) and len(value) == 1 and "b64" in value
+
+
+def b64_decode(value: Any, name: str) -> bytes:
+    """Decode ``{"b64": "..."}``; raise :class:`InvalidInput` naming the input otherwise."""
+    text = value.get("b64") if isinstance(value, dict) else None
+    if not isinstance(text, str):
+        raise InvalidInput(f"input {name!r}: 'b64' must hold a base64 string")
+    try:
+        return base64.b64decode(text, validate=True)
+    except (binascii.Error, ValueError):
+        raise InvalidInput(f"input {name!r}: invalid base64 data")
+
+
+def b64_value(data: bytes) -> dict[str, str]:
+    return {"b64": base64.b64encode(data).decode("ascii")}
+
+
+# --- JSON values -> arrays ------------------------------------------------------------------
+
+def to_array(values: Any, datatype: str, name: str) -> Tensor:
+    """Decode JSON *values* (nested lists or a scalar) into an array of *datatype*."""
+    if datatype == "BYTES":
+        return _bytes_array(values, name)
+    dtype = V2_TO_NUMPY.get(datatype)
+    if dtype is None:
+        raise InvalidInput(f"input {name!r}: unsupported datatype {datatype!r}")
+    try:
+        array = np.asarray(values)
+    except (ValueError, TypeError) as exc:
+        raise InvalidInput(f"input {name!r}: {_shape_problem(exc)}")
+    kind = array.dtype.kind
+    if kind == "O":
+        array = _object_to_numbers(array, dtype, name)
+        kind = array.dtype.kind
+    if kind in "US":
+        raise InvalidInput(f"input {name!r}: expected {datatype} values, got strings")
+    if dtype.kind == "b":
+        if kind != "b":
+            raise InvalidInput(f"input {name!r}: expected BOOL values (true/false)")
+        return array
+    if dtype.kind in "iu":
+        if kind == "f":
+            raise InvalidInput(f"input {name!r}: expected {datatype} integers, got fractions")
+        if array.size and kind in "iu":
+            info = np.iinfo(dtype)
+            if array.min() < info.min or array.max() > info.max:
+                raise InvalidInput(f"input {name!r}: value out of range for {datatype}")
+    return array.astype(dtype, copy=False)
+
+
+def _object_to_numbers(array: Tensor, dtype: np.dtype[Any], name: str) -> Tensor:
+    """Numbers mixed with ``null`` (NaN for floats); anything else is refused."""
+    for value in array.flat:
+        if value is None:
+            if dtype.kind != "f":
+                raise InvalidInput(f"input {name!r}: null is only allowed in float inputs")
+        elif isinstance(value, (str, bytes, dict)):
+            raise InvalidInput(f"input {name!r}: expected numbers, got {type(value).__name__}")
+        elif isinstance(value, list):
+            raise InvalidInput(f"input {name!r}: ragged nested lists; every row must have "
+                               "the same length")
+        elif not isinstance(value, (int, float, bool)):
+            raise InvalidInput(f"input {name!r}: expected numbers")
+    try:
+        return array.astype(np.float64 if dtype.kind == "f" else dtype)
+    except (OverflowError, ValueError, TypeError):
+        raise InvalidInput(f"input {name!r}: value out of range for {dtype}")
+
+
+def _shape_problem(exc: Exception) -> str:
+    text = str(exc)
+    if "inhomogeneous" in text or "sequence" in text:
+        return "ragged nested lists; every row must have the same length"
+    if "dimension" in text:
+        return "nested too deeply"
+    return "values are not a rectangular array of numbers"
+
+
+def _bytes_array(values: Any, name: str) -> Tensor:
+    def convert(value: Any) -> Any:
+        if isinstance(value, list):
+            return [convert(v) for v in value]
+        if isinstance(value, str):
+            return value.encode("utf-8")
+        if is_b64(value):
+            return b64_decode(value, name)
+        raise InvalidInput(f"input {name!r}: expected strings or {{\"b64\": ...}} values, "
+                           f"got {type(value).__name__}")
+
+    try:
+        converted = convert(values)
+    except RecursionError:
+        raise InvalidInput(f"input {name!r}: nested too deeply")
+    shape = _nested_shape(converted, name)
+    array = np.empty(shape, dtype=object)
+    if shape:
+        array[...] = _fill_leaves(converted, shape)
+    else:
+        array[()] = converted
+    return array
+
+
+def _nested_shape(value: Any, name: str) -> tuple[int, ...]:
+    shape: list[int] = []
+    level = value
+    while isinstance(level, list):
+        shape.append(len(level))
+        if not level:
+            break
+        level = level[0]
+    if len(shape) > 32:
+        raise InvalidInput(f"input {name!r}: nested too deeply")
+
+    def check(v: Any, depth: int) -> None:
+        if depth == len(shape):
+            if isinstance(v, list):
+                raise InvalidInput(f"input {name!r}: ragged nested lists")
+            return
+        if not isinstance(v, list) or len(v) != shape[depth]:
+            raise InvalidInput(f"input {name!r}: ragged nested lists; every row must have "
+                               "the same length")
+        for item in v:
+            check(item, depth + 1)
+
+    check(value, 0)
+    return tuple(shape)
+
+
+def _fill_leaves(value: list[Any], shape: tuple[int, ...]) -> Tensor:
+    flat: list[Any] = []
+
+    def walk(v: Any) -> None:
+        if isinstance(v, list):
+            for item in v:
+                walk(item)
+        else:
+            flat.append(v)
+
+    walk(value)
+    out = np.empty(len(flat), dtype=object)
+    out[:] = flat
+    return out.reshape(shape)
+
+
+def check_shape(array: Tensor, spec: TensorSpec) -> None:
+    """Raise :class:`InvalidInput` unless *array* fits *spec*'s shape (-1 fits any size)."""
+    if spec.shape is None:
+        return
+    expected = spec.shape
+    if len(expected) != array.ndim or any(
+            want not in (-1, got) for want, got in zip(expected, array.shape)):
+        raise InvalidInput(f"input {spec.name!r}: expected shape {list(expected)}, "
+                           f"got {list(array.shape)}")
+
+
+# --- row format (AI Platform, TF Serving "instances") ---------------------------------------
+
+def rows_to_tensors(instances: Any, signature: Signature) -> dict[str, Tensor]:
+    """Decode a list of instances into one array per input of *signature*.
+
+    Each instance is a bare value when the signature has one input, or an object naming
+    the inputs.
+    """
+    if not isinstance(instances, list):
+        raise InvalidInput("'instances' must be a list")
+    if not instances:
+        raise InvalidInput("'instances' must not be empty")
+    first = instances[0]
+    if isinstance(first, dict) and not is_b64(first):
+        return _named_rows(instances, signature)
+    if len(signature.inputs) != 1:
+        names = [spec.name for spec in signature.inputs]
+        raise InvalidInput(f"the model has inputs {names}: each instance must be an object "
+                           "naming them")
+    spec = signature.inputs[0]
+    return {spec.name: to_array(instances, spec.datatype, spec.name)}
+
+
+def _named_rows(instances: list[Any], signature: Signature) -> dict[str, Tensor]:
+    specs = {spec.name: spec for spec in signature.inputs}
+    keys = instances[0].keys()
+    unknown = [k for k in keys if k not in specs]
+    if unknown:
+        raise InvalidInput(f"unknown input(s) {unknown}; the model's inputs are {list(specs)}")
+    columns: dict[str, list[Any]] = {k: [] for k in keys}
+    for index, row in enumerate(instances):
+        if not isinstance(row, dict) or row.keys() != keys:
+            raise InvalidInput(f"instance {index} does not name the same inputs as instance 0")
+        for key, value in row.items():
+            columns[key].append(value)
+    return {k: to_array(v, specs[k].datatype, k) for k, v in columns.items()}
+
+
+def json_value(array: Tensor, name: str = "") -> Any:
+    """An output array as plain JSON values: bytes become UTF-8 text, or ``{"b64": ...}``
+    when the output's name ends in ``_bytes`` or the bytes are not text."""
+    if array.dtype.kind not in "OSU":
+        return array.tolist()
+    as_b64 = name.endswith("_bytes")
+
+    def text(value: Any) -> Any:
+        if isinstance(value, str):
+            return value
+        if isinstance(value, bytes):
+            if not as_b64:
+                try:
+                    return value.decode("utf-8")
+                except UnicodeDecodeError:
+                    pass
+            return b64_value(value)
+        return value.item() if isinstance(value, np.generic) else value
+
+    if array.ndim == 0:
+        return text(array.item())
+    return np.frompyfunc(text, 1, 1)(array).tolist()
+
+
+def tensors_to_rows(outputs: Mapping[str, Tensor]) -> list[Any]:
+    """Encode outputs as one prediction per row: the bare value for a single output,
+    else an object keyed by output name."""
+    if len(outputs) == 1:
+        ((name, array),) = outputs.items()
+        values = json_value(array, name)
+        return values if isinstance(values, list) else [values]
+    columns = {name: json_value(array, name) for name, array in outputs.items()}
+    sizes = {len(v) if isinstance(v, list) else 1 for v in columns.values()}
+    if len(sizes) != 1:
+        raise InvalidInput("outputs have different batch sizes; ask for columnar format")
+    (size,) = sizes
+    return [{name: values[i] for name, values in columns.items()} for i in range(size)]
+
+
+# --- the instances door of tensor-only predictors and back ----------------------------------
+
+def tensors_to_instances(inputs: Mapping[str, Tensor]) -> list[Any]:
+    """What a custom predictor receives from a tensor protocol: one input gives its rows,
+    several give one object per row."""
+    return tensors_to_rows(inputs)
+
+
+def predictions_to_tensor(predictions: Sequence[Any]) -> Tensor:
+    """A custom predictor's list of predictions as one array: numbers stay numbers,
+    text becomes BYTES, anything else one JSON document per prediction."""
+    try:
+        array = np.asarray(predictions)
+    except (ValueError, TypeError):
+        array = np.asarray([None])
+    if array.dtype.kind in "biuf":
+        return array
+    if array.dtype.kind == "U":
+        return np.frompyfunc(lambda s: s.encode("utf-8"), 1, 1)(array).astype(object)
+    out = np.empty(len(predictions), dtype=object)
+    out[:] = [dumps(p) for p in predictions]
+    return out

@@ -1,0 +1,283 @@
+"""Settings: the ``PREDICT_*`` Flask config keys, read once by ``init_app`` and validated.
+
+Model configuration comes from ``PREDICT_MODELS`` (a mapping), ``PREDICT_MODEL_CONFIG_FILE``
+(a JSON file of the same shape, or TF Serving's text-format ``model_config_list``), or the
+TF Serving environment variables ``MODEL_NAME`` and ``MODEL_BASE_PATH`` (see
+:func:`config_from_environ`).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Mapping
+
+from .errors import ConfigError
+from .protocols import PROTOCOL_MODULES
+from .types import ModelSpec, VersionPolicy
+
+ALL_PROTOCOLS = tuple(PROTOCOL_MODULES)
+
+DEFAULTS: dict[str, Any] = {
+    "PREDICT_MODELS": None,
+    "PREDICT_MODEL_CONFIG_FILE": None,
+    "PREDICT_PROTOCOLS": list(ALL_PROTOCOLS),
+    "PREDICT_URL_PREFIX": "",
+    "PREDICT_MAX_REQUEST_BYTES": 64 * 1024 * 1024,
+    "PREDICT_WORKERS": 1,
+    "PREDICT_THREADS": None,
+    "PREDICT_POLL_SECONDS": 2.0,
+    "PREDICT_STATE_DIR": None,
+    "PREDICT_SERVER_NAME": "flask-predict",
+    "PREDICT_GPUS": None,
+    "PREDICT_GRPS_DEFAULT_MODEL": None,
+    "PREDICT_GRPS_START_ONLINE": True,
+}
+"""Every key with its default. ``docs/config.rst`` has one entry per key."""
+
+_MODEL_KEYS = {"base_path", "predictor", "version_policy", "version_labels", "versions",
+               "default_version", "model_platform", "options"}
+
+
+@dataclass(frozen=True)
+class Settings:
+    """Validated settings of one app."""
+
+    models: tuple[ModelSpec, ...]
+    protocols: tuple[str, ...]
+    url_prefix: str
+    max_request_bytes: int
+    threads: int
+    """Native threads each library may use in this process (BLAS, OpenMP, XGBoost, TF)."""
+    poll_seconds: float
+    """How often the model directories and config file are re-read; 0 turns it off."""
+    model_config_file: str | None
+    state_dir: str | None
+    """Folder for state every worker of one server shares (grps online/offline, metrics)."""
+    server_name: str
+    gpus: tuple[int, ...] | None
+    grps_default_model: str | None
+    grps_start_online: bool
+
+    def model(self, name: str) -> ModelSpec | None:
+        return next((spec for spec in self.models if spec.name == name), None)
+
+
+def read_settings(config: Mapping[str, Any]) -> Settings:
+    """Validate the ``PREDICT_*`` keys of *config*; raise :class:`ConfigError` naming the key."""
+    known = set(DEFAULTS)
+    unknown = sorted(k for k in config if k.startswith("PREDICT_") and k not in known)
+    if unknown:
+        raise ConfigError(f"unknown setting(s) {unknown}; known: {sorted(known)}")
+    values = {**DEFAULTS, **{k: v for k, v in config.items() if k in known}}
+
+    protocols = _str_list(values, "PREDICT_PROTOCOLS")
+    for name in protocols:
+        if name not in ALL_PROTOCOLS:
+            raise ConfigError(f"PREDICT_PROTOCOLS: unknown protocol {name!r}; "
+                              f"choose from {list(ALL_PROTOCOLS)}")
+    prefix = str(values["PREDICT_URL_PREFIX"] or "").rstrip("/")
+    if prefix and not prefix.startswith("/"):
+        raise ConfigError(f"PREDICT_URL_PREFIX must start with '/', got {prefix!r}")
+    workers = _number(values, "PREDICT_WORKERS", int, minimum=1)
+    threads = values["PREDICT_THREADS"]
+    if threads is None:
+        threads = max(1, (os.cpu_count() or 1) // workers)
+    else:
+        threads = _number(values, "PREDICT_THREADS", int, minimum=1)
+    gpus = values["PREDICT_GPUS"]
+    if gpus is not None:
+        if isinstance(gpus, str):
+            gpus = [g for g in gpus.split(",") if g.strip()]
+        try:
+            gpus = tuple(int(g) for g in gpus)
+        except (TypeError, ValueError):
+            raise ConfigError(f"PREDICT_GPUS must list GPU indices, got {values['PREDICT_GPUS']!r}")
+
+    config_file = values["PREDICT_MODEL_CONFIG_FILE"]
+    return Settings(
+        models=load_models(values["PREDICT_MODELS"], config_file),
+        protocols=tuple(protocols),
+        url_prefix=prefix,
+        max_request_bytes=_number(values, "PREDICT_MAX_REQUEST_BYTES", int, minimum=1),
+        threads=threads,
+        poll_seconds=_number(values, "PREDICT_POLL_SECONDS", float, minimum=0),
+        model_config_file=str(config_file) if config_file else None,
+        state_dir=str(values["PREDICT_STATE_DIR"]) if values["PREDICT_STATE_DIR"] else None,
+        server_name=str(values["PREDICT_SERVER_NAME"]),
+        gpus=gpus,
+        grps_default_model=values["PREDICT_GRPS_DEFAULT_MODEL"] or None,
+        grps_start_online=_bool(values, "PREDICT_GRPS_START_ONLINE"),
+    )
+
+
+def load_models(models: Any, config_file: str | os.PathLike[str] | None) -> tuple[ModelSpec, ...]:
+    """The model specs from ``PREDICT_MODELS`` and the config file, names unique."""
+    specs: list[ModelSpec] = []
+    if models is not None:
+        specs.extend(parse_models(models, base_dir=None, origin="PREDICT_MODELS"))
+    if config_file:
+        specs.extend(read_model_config_file(config_file))
+    seen: set[str] = set()
+    for spec in specs:
+        if spec.name in seen:
+            raise ConfigError(f"model {spec.name!r} is configured twice")
+        seen.add(spec.name)
+    return tuple(specs)
+
+
+def read_model_config_file(path: str | os.PathLike[str]) -> list[ModelSpec]:
+    """Read a model config file in our JSON format."""
+    file = Path(path)
+    try:
+        text = file.read_text(encoding="utf-8")
+    except OSError as exc:
+        raise ConfigError(f"cannot read model config file {str(file)!r}: {exc.strerror}")
+    origin = f"model config file {str(file)!r}"
+    if text.lstrip().startswith(("{", "[")):
+        try:
+            models = json.loads(text)
+        except ValueError as exc:
+            raise ConfigError(f"{origin} is not valid JSON: {exc}")
+    else:
+        raise ConfigError(f"{origin} is not JSON")
+    if isinstance(models, Mapping) and "models" in models:
+        models = models["models"]
+    return parse_models(models, base_dir=file.parent, origin=origin)
+
+
+def parse_models(models: Any, base_dir: Path | None, origin: str) -> list[ModelSpec]:
+    """Turn ``{name: {...}}`` or ``[{"name": ..., ...}]`` into :class:`ModelSpec` objects."""
+    if isinstance(models, str):
+        try:
+            models = json.loads(models)
+        except ValueError as exc:
+            raise ConfigError(f"{origin} is not valid JSON: {exc}")
+    if isinstance(models, Mapping):
+        entries = [(name, entry) for name, entry in models.items()]
+    elif isinstance(models, list):
+        entries = []
+        for entry in models:
+            if not isinstance(entry, Mapping) or not isinstance(entry.get("name"), str):
+                raise ConfigError(f"{origin}: each model in the list needs a 'name'")
+            entries.append((entry["name"], {k: v for k, v in entry.items() if k != "name"}))
+    else:
+        raise ConfigError(f"{origin} must map model names to settings")
+    return [_model_spec(str(name), entry, base_dir, origin) for name, entry in entries]
+
+
+def _model_spec(name: str, entry: Any, base_dir: Path | None, origin: str) -> ModelSpec:
+    where = f"{origin}, model {name!r}"
+    if not name or "/" in name or ":" in name:
+        raise ConfigError(f"{where}: a model name must be non-empty, without '/' or ':'")
+    if not isinstance(entry, Mapping):
+        raise ConfigError(f"{where}: settings must be an object")
+    if "base_path" not in entry:
+        raise ConfigError(f"{where}: 'base_path' is required")
+    base_path = Path(os.path.expanduser(str(entry["base_path"])))
+    if base_dir is not None and not base_path.is_absolute():
+        base_path = base_dir / base_path
+    if not base_path.is_dir():
+        raise ConfigError(f"{where}: base_path {str(base_path)!r} is not a directory")
+
+    options = dict(entry.get("options") or {})
+    options.update({k: v for k, v in entry.items() if k not in _MODEL_KEYS})
+    predictor = entry.get("predictor")
+    if predictor is not None and not isinstance(predictor, str):
+        raise ConfigError(f"{where}: 'predictor' must be a plugin name")
+
+    labels = entry.get("version_labels", entry.get("versions", {})) or {}
+    if not isinstance(labels, Mapping):
+        raise ConfigError(f"{where}: 'version_labels' must map names to version numbers")
+    try:
+        labels = {str(label): int(version) for label, version in labels.items()}
+    except (TypeError, ValueError):
+        raise ConfigError(f"{where}: version labels must map to version numbers")
+    default = entry.get("default_version")
+    if default is not None:
+        default = str(default)
+        if default not in labels and not default.isdigit():
+            raise ConfigError(f"{where}: default_version {default!r} is neither a label "
+                              "nor a version number")
+    return ModelSpec(
+        name=name,
+        base_path=str(base_path.resolve()),
+        predictor=predictor,
+        options=options,
+        version_policy=parse_version_policy(entry.get("version_policy"), where),
+        labels=labels,
+        default_version=default,
+    )
+
+
+def parse_version_policy(policy: Any, where: str) -> VersionPolicy:
+    """TF Serving's policy in its JSON form: ``{"latest": {"num_versions": 2}}``,
+    ``{"all": {}}`` or ``{"specific": {"versions": [1, 2]}}``."""
+    if policy is None:
+        return VersionPolicy()
+    if not isinstance(policy, Mapping) or len(policy) != 1:
+        raise ConfigError(f"{where}: version_policy must have one of 'latest', 'all', 'specific'")
+    kind, body = next(iter(policy.items()))
+    body = body or {}
+    try:
+        if kind == "latest":
+            return VersionPolicy("latest", num_versions=int(body.get("num_versions", 1)))
+        if kind == "all":
+            return VersionPolicy("all")
+        if kind == "specific":
+            versions = body.get("versions", [])
+            if not versions:
+                raise ConfigError(f"{where}: a 'specific' version_policy needs 'versions'")
+            return VersionPolicy("specific", versions=tuple(int(v) for v in versions))
+    except (TypeError, ValueError, AttributeError):
+        raise ConfigError(f"{where}: version_policy {policy!r} is malformed")
+    raise ConfigError(f"{where}: unknown version_policy {kind!r}")
+
+
+def config_from_environ(environ: Mapping[str, str]) -> dict[str, Any]:
+    """Config keys from TF Serving's environment: ``MODEL_NAME`` and ``MODEL_BASE_PATH``.
+
+    As in TF Serving's container, the model lives in ``$MODEL_BASE_PATH/$MODEL_NAME``
+    (``MODEL_BASE_PATH`` defaults to ``/models``). ``MODEL_CONFIG_FILE`` names a config file.
+    """
+    config: dict[str, Any] = {}
+    if environ.get("MODEL_NAME"):
+        name = environ["MODEL_NAME"]
+        base = environ.get("MODEL_BASE_PATH", "/models")
+        config["PREDICT_MODELS"] = {name: {"base_path": os.path.join(base, name)}}
+    if environ.get("MODEL_CONFIG_FILE"):
+        config["PREDICT_MODEL_CONFIG_FILE"] = environ["MODEL_CONFIG_FILE"]
+    return config
+
+
+def _str_list(values: Mapping[str, Any], key: str) -> list[str]:
+    value = values[key]
+    if isinstance(value, str):
+        value = [v.strip() for v in value.split(",") if v.strip()]
+    if not isinstance(value, (list, tuple)) or not all(isinstance(v, str) for v in value):
+        raise ConfigError(f"{key} must be a list of names, got {value!r}")
+    return list(value)
+
+
+def _number(values: Mapping[str, Any], key: str, kind: type, minimum: float) -> Any:
+    value = values[key]
+    try:
+        if isinstance(value, bool):
+            raise ValueError
+        number = kind(value)
+    except (TypeError, ValueError):
+        raise ConfigError(f"{key} must be a number, got {value!r}")
+    if number < minimum:
+        raise ConfigError(f"{key} must be at least {minimum}, got {value!r}")
+    return number
+
+
+def _bool(values: Mapping[str, Any], key: str) -> bool:
+    value = values[key]
+    if isinstance(value, bool):
+        return value
+    if isinstance(value, str) and value.lower() in ("true", "1", "yes", "false", "0", "no"):
+        return value.lower() in ("true", "1", "yes")
+    raise ConfigError(f"{key} must be true or false, got {value!r}")

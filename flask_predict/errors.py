@@ -1,0 +1,98 @@
+"""One exception hierarchy for everything flask_predict raises on purpose.
+
+Exceptions carry a protocol-neutral :class:`Code`, never an HTTP status. Each protocol's
+error handler turns the code into its own status and body through :data:`HTTP_STATUS`.
+"""
+
+from __future__ import annotations
+
+import enum
+from typing import ClassVar
+
+
+class Code(enum.Enum):
+    """Canonical error codes (the gRPC set TF Serving maps), plus an oversized body."""
+
+    INVALID_ARGUMENT = "INVALID_ARGUMENT"
+    FAILED_PRECONDITION = "FAILED_PRECONDITION"
+    NOT_FOUND = "NOT_FOUND"
+    UNAVAILABLE = "UNAVAILABLE"
+    UNIMPLEMENTED = "UNIMPLEMENTED"
+    INTERNAL = "INTERNAL"
+    PAYLOAD_TOO_LARGE = "PAYLOAD_TOO_LARGE"
+
+
+HTTP_STATUS: dict[Code, int] = {
+    Code.INVALID_ARGUMENT: 400,
+    Code.FAILED_PRECONDITION: 400,
+    Code.NOT_FOUND: 404,
+    Code.UNAVAILABLE: 503,
+    Code.UNIMPLEMENTED: 501,
+    Code.INTERNAL: 500,
+    Code.PAYLOAD_TOO_LARGE: 413,
+}
+"""HTTP status for each code, as TF Serving's ``ToHTTPStatusCode`` maps them."""
+
+
+class PredictError(Exception):
+    """Base of every error flask_predict raises on purpose."""
+
+    code: ClassVar[Code] = Code.INTERNAL
+
+    def __init__(self, message: str) -> None:
+        super().__init__(message)
+        self.message = message
+
+    @property
+    def http_status(self) -> int:
+        return HTTP_STATUS[self.code]
+
+
+class InvalidInput(PredictError):
+    """The request is malformed or does not fit the model (HTTP 400)."""
+
+    code = Code.INVALID_ARGUMENT
+
+
+class FailedPrecondition(PredictError):
+    """The request is well formed but the model cannot answer it (HTTP 400)."""
+
+    code = Code.FAILED_PRECONDITION
+
+
+class PayloadTooLarge(PredictError):
+    """The request body is over the configured size limit (HTTP 413)."""
+
+    code = Code.PAYLOAD_TOO_LARGE
+
+
+class ModelNotFound(PredictError):
+    """No such model or version (HTTP 404)."""
+
+    code = Code.NOT_FOUND
+
+
+class ModelNotReady(PredictError):
+    """The model exists but no version is loaded yet (HTTP 503)."""
+
+    code = Code.UNAVAILABLE
+
+
+class Unimplemented(PredictError):
+    """The model does not support this kind of request (HTTP 501)."""
+
+    code = Code.UNIMPLEMENTED
+
+
+class PredictorFailed(PredictError):
+    """A predictor raised while predicting (HTTP 500); the cause is chained, never shown."""
+
+    code = Code.INTERNAL
+
+
+class ConfigError(PredictError):
+    """Bad settings or a model that cannot load. Raised at boot; never reaches a client."""
+
+
+class PredictorNotFound(ConfigError):
+    """No installed plugin provides the predictor a model asks for."""

@@ -1,0 +1,91 @@
+"""The predictor contract: the whole interface a plugin implements."""
+
+from __future__ import annotations
+
+import abc
+from typing import Any, ClassVar, Mapping, Sequence
+
+from . import codecs
+from .errors import InvalidInput
+from .types import DEFAULT_SIGNATURE, ModelMetadata, Signature, Tensor, TensorSpec
+
+
+class Predictor(abc.ABC):
+    """One loaded model version inside one worker; found via ``flask_predict.predictors``.
+
+    Two doors into the same model. A plugin overrides at least one; the base class derives
+    the other through the codecs, so every protocol works with every predictor:
+
+    * the **instances door**, :meth:`predict`, is AI Platform's custom prediction routine:
+      JSON instances in, JSON-able predictions out;
+    * the **tensor door**, :meth:`predict_tensors` with :meth:`metadata`, takes and returns
+      named numpy arrays: what TF Serving, the V2 protocol and grps decode to.
+
+    Predictors never see Flask or a protocol.
+    """
+
+    instance_outputs: ClassVar[Sequence[str] | None] = None
+    """Outputs the instances door returns (``None``: all); scikit-learn's is ``predict``."""
+
+    def __init_subclass__(cls, **kwargs: Any) -> None:
+        super().__init_subclass__(**kwargs)
+        if not getattr(cls, "__abstractmethods__", None) and (
+                cls.predict is Predictor.predict
+                and cls.predict_tensors is Predictor.predict_tensors):
+            raise TypeError(f"{cls.__name__} must override predict or predict_tensors")
+
+    @classmethod
+    @abc.abstractmethod
+    def from_path(cls, model_dir: str, **options: Any) -> Predictor:
+        """Load the artifact in *model_dir*. Called once per version per worker.
+
+        *options* are the model's extra settings from the model config; an unknown option
+        should raise ``TypeError`` so the server stops at boot with its name.
+        """
+
+    def predict(self, instances: list[Any], **kwargs: Any) -> list[Any]:
+        """AI Platform's custom-routine door: JSON instances in, JSON-able predictions out.
+
+        Extra top-level request keys arrive as ``kwargs`` (``signature_name`` picks a
+        signature). The default decodes *instances* into tensors and calls
+        :meth:`predict_tensors`.
+        """
+        signature_name = kwargs.get("signature_name")
+        signature = self.signature(signature_name)
+        inputs = codecs.rows_to_tensors(instances, signature)
+        outputs = self.predict_tensors(inputs, self.instance_outputs, signature_name)
+        return codecs.tensors_to_rows(outputs)
+
+    def predict_tensors(self, inputs: Mapping[str, Tensor],
+                        outputs: Sequence[str] | None = None,
+                        signature: str | None = None) -> dict[str, Tensor]:
+        """The tensor door: named numpy arrays in, named arrays out.
+
+        *outputs* limits the outputs computed (``None``: all). The default turns the inputs
+        into instances (one input: its rows; several: one object per row), calls
+        :meth:`predict` and returns the predictions as the output ``predictions``.
+        """
+        predictions = self.predict(codecs.tensors_to_instances(inputs))
+        return {"predictions": codecs.predictions_to_tensor(predictions)}
+
+    def metadata(self) -> ModelMetadata:
+        """Inputs and outputs (name, datatype, shape) per signature, and the platform.
+
+        The default describes the instances door: one input ``instances`` and one output
+        ``predictions`` of any type and shape.
+        """
+        return ModelMetadata(platform="custom", signatures={DEFAULT_SIGNATURE: Signature(
+            inputs=(TensorSpec("instances", "BYTES", None),),
+            outputs=(TensorSpec("predictions", "BYTES", None),))})
+
+    def signature(self, name: str | None = None) -> Signature:
+        """The signature called *name* (the default one for ``None``)."""
+        meta = self.metadata()
+        try:
+            return meta.signatures[name or meta.default_signature]
+        except KeyError:
+            raise InvalidInput(f"signature {name!r} not found; the model has "
+                               f"{sorted(meta.signatures)}")
+
+    def close(self) -> None:
+        """Release framework resources when the version is unloaded. Default: nothing."""

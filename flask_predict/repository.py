@@ -1,0 +1,353 @@
+"""The model repository: which models exist, their versions, labels and default version.
+
+A model's versions are the numbered sub-folders of its ``base_path``, as in TF Serving.
+Names and versions from URLs are looked up here, never joined into paths.
+
+Each worker loads its own models. :meth:`ModelRepository.sync` loads new versions and
+unloads dropped ones; every change swaps a whole mapping, so a request in flight always sees
+a complete, consistent set of versions.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import pickletools
+import threading
+import time
+from dataclasses import dataclass, field
+from typing import Callable, Iterable, Mapping
+
+from .errors import ConfigError, FailedPrecondition, ModelNotFound, ModelNotReady
+from .predictor import Predictor
+from .types import ModelMetadata, ModelSpec
+
+logger = logging.getLogger(__name__)
+
+PredictorLookup = Callable[[str], "type[Predictor]"]
+
+
+@dataclass(frozen=True)
+class LoadedVersion:
+    """One version of one model, loaded in this worker."""
+
+    spec: ModelSpec
+    version: int
+    predictor: Predictor
+    metadata: ModelMetadata
+    path: str
+
+    @property
+    def name(self) -> str:
+        return self.spec.name
+
+
+@dataclass(frozen=True)
+class VersionStatus:
+    """TF Serving's view of a version: state ``LOADING``, ``AVAILABLE``, ``UNLOADING`` or
+    ``END``; a version that failed to load is ``END`` with an ``error``."""
+
+    version: int
+    state: str
+    error: str = ""
+    stamp: float = 0.0
+    """Modification time of the version folder when it was last tried."""
+
+
+@dataclass
+class ServedModel:
+    """A configured model and the versions this worker serves of it."""
+
+    spec: ModelSpec
+    versions: Mapping[int, LoadedVersion] = field(default_factory=dict)
+    statuses: Mapping[int, VersionStatus] = field(default_factory=dict)
+
+    @property
+    def name(self) -> str:
+        return self.spec.name
+
+    @property
+    def ready(self) -> bool:
+        return bool(self.versions)
+
+    def default(self) -> LoadedVersion:
+        """The version served when a request names none."""
+        versions = self.versions
+        if not versions:
+            raise ModelNotReady(f"model {self.name!r} has no version loaded")
+        if self.spec.default_version is not None:
+            wanted = self.spec.labels.get(self.spec.default_version)
+            if wanted is None:
+                wanted = int(self.spec.default_version)
+            if wanted in versions:
+                return versions[wanted]
+        return versions[max(versions)]
+
+    def version(self, version: int | str) -> LoadedVersion:
+        """The loaded *version* (a number, or digits from a URL)."""
+        try:
+            number = int(version)
+        except (TypeError, ValueError):
+            raise ModelNotFound(f"model {self.name!r} has no version {version!r}")
+        loaded = self.versions.get(number)
+        if loaded is None:
+            raise ModelNotFound(f"model {self.name!r} has no version {version}")
+        return loaded
+
+    def label(self, label: str) -> LoadedVersion:
+        """The version a label points to; an unknown label is a client error (400)."""
+        number = self.spec.labels.get(label)
+        if number is None:
+            raise FailedPrecondition(f"Unrecognized servable version label: {label}")
+        loaded = self.versions.get(number)
+        if loaded is None:
+            raise ModelNotFound(f"label {label!r} of model {self.name!r} points to version "
+                                f"{number}, which is not loaded")
+        return loaded
+
+
+class ModelRepository:
+    """Every configured model of one app, in one worker."""
+
+    def __init__(self, lookup: PredictorLookup) -> None:
+        self._lookup = lookup
+        self._models: Mapping[str, ServedModel] = {}
+        self._lock = threading.Lock()
+
+    @classmethod
+    def load(cls, specs: Iterable[ModelSpec], lookup: PredictorLookup) -> ModelRepository:
+        """Load every model; any failure raises :class:`ConfigError` (the server halts)."""
+        repository = cls(lookup)
+        repository.sync(specs, strict=True)
+        return repository
+
+    # --- lookups (request time) ---------------------------------------------------------------
+
+    def names(self) -> list[str]:
+        return sorted(self._models)
+
+    def models(self) -> list[ServedModel]:
+        return [self._models[name] for name in sorted(self._models)]
+
+    def model(self, name: str) -> ServedModel:
+        served = self._models.get(name)
+        if served is None:
+            raise ModelNotFound(f"model {name!r} not found")
+        return served
+
+    def get(self, name: str, version: str | int | None = None,
+            label: str | None = None) -> LoadedVersion:
+        """The loaded version serving (*name*, *version* | *label* | default)."""
+        served = self.model(name)
+        if label is not None:
+            return served.label(label)
+        if version is not None:
+            return served.version(version)
+        return served.default()
+
+    @property
+    def ready(self) -> bool:
+        """True when every configured model has a version loaded in this worker."""
+        return all(served.ready for served in self._models.values())
+
+    # --- loading --------------------------------------------------------------------------------
+
+    def sync(self, specs: Iterable[ModelSpec], strict: bool = False) -> None:
+        """Bring the loaded versions in line with *specs* and the folders on disk.
+
+        New versions are loaded before old ones are dropped; a version that fails to load
+        is recorded in the statuses and the versions already served stay. With *strict*
+        any failure raises :class:`ConfigError` instead.
+        """
+        with self._lock:
+            specs = list(specs)
+            current = self._models
+            updated: dict[str, ServedModel] = {}
+            for spec in specs:
+                served = current.get(spec.name)
+                if served is None or served.spec != spec:
+                    same_artifacts = served is not None and _artifact_key(served.spec) == \
+                        _artifact_key(spec)
+                    served = ServedModel(spec, dict(served.versions) if same_artifacts else {},
+                                         dict(served.statuses) if same_artifacts else {})
+                self._refresh(served, strict)
+                updated[spec.name] = served
+            self._models = updated
+            for name, served in current.items():
+                if name not in updated:
+                    logger.info("model %r removed from the configuration", name)
+                    for loaded in served.versions.values():
+                        _close(loaded)
+
+    def _refresh(self, served: ServedModel, strict: bool) -> None:
+        spec = served.spec
+        on_disk = version_folders(spec.base_path)
+        if strict and not on_disk:
+            raise ConfigError(f"model {spec.name!r}: no numbered version folder in "
+                              f"{spec.base_path!r}")
+        statuses = {v: s for v, s in served.statuses.items() if v in on_disk}
+        versions = {v: lv for v, lv in served.versions.items() if v in on_disk}
+        pinned = set(spec.labels.values())
+        if spec.default_version is not None and spec.default_version.isdigit():
+            pinned.add(int(spec.default_version))
+
+        def usable(version: int) -> bool:
+            status = statuses.get(version)
+            return not (status and status.error and status.stamp == on_disk[version])
+
+        candidates = [v for v in on_disk if v in versions or usable(v)]
+        wanted = set(spec.version_policy.choose(candidates)) | (pinned & set(candidates))
+        for version in sorted(wanted - set(versions)):
+            loaded = self._load_version(spec, version, on_disk[version], strict, statuses)
+            if loaded is not None:
+                versions[version] = loaded
+        # a version that failed leaves the policy to choose among those that loaded
+        wanted = set(spec.version_policy.choose(sorted(versions))) | (pinned & set(versions))
+        dropped = [versions.pop(v) for v in sorted(set(versions) - wanted)]
+        for v in versions:
+            statuses[v] = VersionStatus(v, "AVAILABLE", stamp=on_disk[v])
+        for loaded in dropped:
+            statuses[loaded.version] = VersionStatus(loaded.version, "END",
+                                                     stamp=on_disk[loaded.version])
+        served.versions = versions
+        served.statuses = statuses
+        for loaded in dropped:
+            logger.info("model %r: version %d unloaded", spec.name, loaded.version)
+            _close(loaded)
+
+    def _load_version(self, spec: ModelSpec, version: int, stamp: float, strict: bool,
+                      statuses: dict[int, VersionStatus]) -> LoadedVersion | None:
+        path = os.path.join(spec.base_path, str(version))
+        start = time.perf_counter()
+        try:
+            name = spec.predictor or detect_predictor(path, spec)
+            predictor = self._lookup(name).from_path(path, **spec.options)
+            loaded = LoadedVersion(spec, version, predictor, predictor.metadata(), path)
+        except Exception as exc:
+            message = f"model {spec.name!r} version {version} failed to load: {_reason(exc)}"
+            if strict:
+                raise ConfigError(message) from exc
+            logger.error("%s", message, exc_info=not isinstance(exc, ConfigError))
+            statuses[version] = VersionStatus(version, "END", error=message, stamp=stamp)
+            return None
+        logger.info("model %r: version %d loaded with %s in %.2fs", spec.name, version,
+                    type(predictor).__name__, time.perf_counter() - start)
+        return loaded
+
+    def close(self) -> None:
+        """Release every loaded version (worker exit)."""
+        with self._lock:
+            models, self._models = self._models, {}
+        for served in models.values():
+            for loaded in served.versions.values():
+                _close(loaded)
+
+
+def version_folders(base_path: str) -> dict[int, float]:
+    """Numbered sub-folders of *base_path* -> modification time. Other names are ignored,
+    so a version copied under a temporary name and renamed appears at once and whole."""
+    found: dict[int, float] = {}
+    try:
+        entries = list(os.scandir(base_path))
+    except OSError:
+        return found
+    for entry in entries:
+        if entry.name.isdigit() and entry.name.isascii() and entry.is_dir():
+            try:
+                found[int(entry.name)] = entry.stat().st_mtime
+            except OSError:
+                continue
+    return found
+
+
+MODEL_FILES = {
+    "saved_model.pb": "tensorflow",
+    "saved_model.pbtxt": "tensorflow",
+    "model.bst": "xgboost",
+    "model.json": "xgboost",
+    "model.ubj": "xgboost",
+    "model.joblib": None,
+    "model.pkl": None,
+}
+"""Artifact file name -> plugin; ``None`` means decided by the pickled object's module."""
+
+
+def detect_predictor(model_dir: str, spec: ModelSpec) -> str:
+    """The plugin for the artifact in *model_dir*, from its file names.
+
+    A pickle's first class reference tells scikit-learn from XGBoost without unpickling.
+    """
+    if "class" in spec.options or "prediction_class" in spec.options:
+        return "custom"
+    present = [name for name in MODEL_FILES if os.path.isfile(os.path.join(model_dir, name))]
+    if not present:
+        raise ConfigError(f"no model file in {model_dir!r} (looked for {list(MODEL_FILES)}); "
+                          "set 'predictor' or 'class' in the model config")
+    if len(present) > 1:
+        raise ConfigError(f"several model files in {model_dir!r}: {present}; keep one or set "
+                          "'predictor'")
+    file = present[0]
+    framework = MODEL_FILES[file]
+    if framework is None:
+        module = pickled_module(os.path.join(model_dir, file))
+        framework = "xgboost" if module.split(".")[0] == "xgboost" else "sklearn"
+    return framework
+
+
+def pickled_module(path: str) -> str:
+    """The module of the first class referenced in a (possibly compressed) pickle file."""
+    with _open_maybe_compressed(path) as stream:
+        strings: list[str] = []
+        try:
+            for opcode, arg, _ in pickletools.genops(stream):
+                if opcode.name in ("GLOBAL", "INST") and isinstance(arg, str):
+                    return arg.split(" ")[0]
+                if opcode.name == "STACK_GLOBAL" and len(strings) >= 2:
+                    return strings[-2]
+                if isinstance(arg, str):
+                    strings.append(arg)
+        except Exception as exc:
+            raise ConfigError(f"{path!r} is not a readable pickle: {exc}")
+    raise ConfigError(f"{path!r} holds no class reference")
+
+
+def _open_maybe_compressed(path: str):  # type: ignore[no-untyped-def]
+    import bz2
+    import gzip
+    import lzma
+    import zlib
+    import io
+
+    with open(path, "rb") as raw:
+        head = raw.read(6)
+    if head.startswith(b"\x1f\x8b"):
+        return gzip.open(path, "rb")
+    if head.startswith(b"BZh"):
+        return bz2.open(path, "rb")
+    if head.startswith(b"\xfd7zXZ") or head.startswith(b"\x5d\x00\x00"):
+        return lzma.open(path, "rb")
+    if head[:1] == b"x":  # joblib's zlib format
+        with open(path, "rb") as raw:
+            return io.BytesIO(zlib.decompress(raw.read()))
+    if head.startswith(b"ZF"):  # joblib < 0.10 zlib format with a length header
+        with open(path, "rb") as raw:
+            raw.read(2 + 16)
+            return io.BytesIO(zlib.decompress(raw.read()))
+    return open(path, "rb")
+
+
+def _artifact_key(spec: ModelSpec) -> tuple[object, ...]:
+    return spec.base_path, spec.predictor, sorted(spec.options.items(), key=str)
+
+
+def _reason(exc: BaseException) -> str:
+    if isinstance(exc, ConfigError):
+        return exc.message
+    return f"{type(exc).__name__}: {exc}"
+
+
+def _close(loaded: LoadedVersion) -> None:
+    try:
+        loaded.predictor.close()
+    except Exception:
+        logger.exception("model %r version %d failed to close", loaded.name, loaded.version)

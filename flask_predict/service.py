@@ -1,0 +1,61 @@
+"""The only callers of predictor methods: resolve the model, run it, wrap its failures."""
+
+from __future__ import annotations
+
+import logging
+from typing import Any, Mapping
+
+import numpy as np
+
+from .errors import InvalidInput, PredictError, PredictorFailed
+from .extension import PredictState
+from .repository import LoadedVersion
+from .types import InferenceRequest, InferenceResponse
+
+logger = logging.getLogger(__name__)
+
+
+def resolve(state: PredictState, model: str, version: str | int | None = None,
+            label: str | None = None) -> LoadedVersion:
+    """The loaded version that serves a request (unknown model or version: 404)."""
+    return state.repository.get(model, version, label)
+
+
+def predict(state: PredictState, request: InferenceRequest) -> InferenceResponse:
+    """Run the tensor door of the model *request* names."""
+    loaded = resolve(state, request.model, request.version, request.label)
+    signature = loaded.predictor.signature(request.signature)
+    if request.outputs is not None:
+        unknown = [name for name in request.outputs if signature.output(name) is None]
+        if unknown:
+            raise InvalidInput(f"unknown output(s) {unknown}; the model's outputs are "
+                               f"{[spec.name for spec in signature.outputs]}")
+    try:
+        outputs = loaded.predictor.predict_tensors(request.inputs, request.outputs,
+                                                   request.signature)
+    except PredictError:
+        raise
+    except Exception as exc:
+        raise PredictorFailed(f"model {loaded.name!r} failed to predict") from exc
+    if not isinstance(outputs, Mapping) or not all(
+            isinstance(v, np.ndarray) for v in outputs.values()):
+        raise PredictorFailed(f"model {loaded.name!r} returned {type(outputs).__name__}, "
+                              "not a mapping of arrays")
+    return InferenceResponse(loaded.name, loaded.version, dict(outputs))
+
+
+def predict_instances(loaded: LoadedVersion, instances: list[Any],
+                      kwargs: Mapping[str, Any]) -> list[Any]:
+    """Run the instances door of *loaded*: AI Platform's ``predict(instances, **kwargs)``."""
+    try:
+        predictions = loaded.predictor.predict(instances, **kwargs)
+    except PredictError:
+        raise
+    except Exception as exc:
+        raise PredictorFailed(f"model {loaded.name!r} failed to predict") from exc
+    if isinstance(predictions, np.ndarray):
+        predictions = predictions.tolist()
+    if not isinstance(predictions, (list, tuple)):
+        raise PredictorFailed(f"model {loaded.name!r} returned {type(predictions).__name__}; "
+                              "predict must return a list or a numpy array")
+    return list(predictions)

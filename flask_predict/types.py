@@ -1,0 +1,123 @@
+"""The internal data model shared by protocols, the service and predictors."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, Mapping
+
+import numpy.typing as npt
+
+Tensor = npt.NDArray[Any]
+"""A named input or output value: always a numpy array (object dtype holds bytes)."""
+
+
+@dataclass(frozen=True)
+class TensorSpec:
+    """Name, datatype and shape of one input or output.
+
+    ``datatype`` uses the Open Inference Protocol V2 names (``FP32``, ``INT64``, ``BYTES``...),
+    the one vocabulary every protocol maps from. ``shape`` uses -1 for a dimension of any size
+    and is ``None`` when even the rank is unknown.
+    """
+
+    name: str
+    datatype: str
+    shape: tuple[int, ...] | None
+    tensor_name: str = ""
+    """The framework's own name for the tensor (TensorFlow's ``x:0``); empty when none."""
+
+
+@dataclass(frozen=True)
+class Signature:
+    """One callable function of a model: TF's SignatureDef, a single one elsewhere."""
+
+    inputs: tuple[TensorSpec, ...]
+    outputs: tuple[TensorSpec, ...]
+    method_name: str = "tensorflow/serving/predict"
+
+    def input(self, name: str) -> TensorSpec | None:
+        return next((spec for spec in self.inputs if spec.name == name), None)
+
+    def output(self, name: str) -> TensorSpec | None:
+        return next((spec for spec in self.outputs if spec.name == name), None)
+
+
+DEFAULT_SIGNATURE = "serving_default"
+
+
+@dataclass(frozen=True)
+class ModelMetadata:
+    """What a loaded model version accepts and returns."""
+
+    platform: str
+    """``sklearn``, ``xgboost``, ``tensorflow``, ``custom`` or a third party's name."""
+    signatures: Mapping[str, Signature]
+    default_signature: str = DEFAULT_SIGNATURE
+    properties: Mapping[str, Any] = field(default_factory=dict)
+    """Framework facts worth showing (feature count, class labels, objective...)."""
+
+    @property
+    def signature(self) -> Signature:
+        """The signature used when a request names none."""
+        return self.signatures[self.default_signature]
+
+
+@dataclass(frozen=True)
+class VersionPolicy:
+    """Which numbered versions under a base path are served (TF Serving's policy)."""
+
+    kind: str = "latest"
+    """``latest``, ``all`` or ``specific``."""
+    num_versions: int = 1
+    versions: tuple[int, ...] = ()
+
+    def choose(self, available: list[int]) -> list[int]:
+        """The versions to serve among *available*, in ascending order."""
+        available = sorted(available)
+        if self.kind == "all":
+            return available
+        if self.kind == "specific":
+            return [v for v in available if v in self.versions]
+        return available[-self.num_versions:] if self.num_versions > 0 else []
+
+
+@dataclass(frozen=True)
+class ModelSpec:
+    """One configured model: where its versions live and how to load them."""
+
+    name: str
+    base_path: str
+    predictor: str | None = None
+    """Plugin name; ``None`` means detected from each version's files."""
+    options: Mapping[str, Any] = field(default_factory=dict)
+    """Passed to ``from_path`` as keyword arguments."""
+    version_policy: VersionPolicy = field(default_factory=VersionPolicy)
+    labels: Mapping[str, int] = field(default_factory=dict)
+    """Version names (TF Serving labels, AI Platform version names) -> version numbers."""
+    default_version: str | None = None
+    """A label or number; ``None`` means the highest version served."""
+
+
+@dataclass
+class InferenceRequest:
+    """A decoded request, the same for every protocol."""
+
+    model: str
+    inputs: dict[str, Tensor]
+    version: str | None = None
+    """A version number as text, or ``None`` for the default version."""
+    label: str | None = None
+    outputs: list[str] | None = None
+    """Requested outputs; ``None`` means every output."""
+    signature: str | None = None
+    parameters: dict[str, Any] = field(default_factory=dict)
+
+
+@dataclass
+class InferenceResponse:
+    """The outputs of one request and the version that produced them."""
+
+    model: str
+    version: int
+    outputs: dict[str, Tensor]
+

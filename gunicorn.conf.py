@@ -1,0 +1,51 @@
+"""Gunicorn settings for ``gunicorn wsgi:app``. Every sync worker imports wsgi.py itself and
+so loads its own copy of every model. Hooks only log or delegate; model logic lives in
+flask_predict.
+
+Environment: ``PORT`` (8080), ``HOST`` (0.0.0.0), ``WEB_CONCURRENCY`` (workers, default 2),
+``GUNICORN_TIMEOUT`` (60 s). ``FLASK_PREDICT_*`` variables configure the models.
+"""
+
+import os
+
+from flask_predict import server
+
+#   bind - all interfaces on $PORT, as TF Serving's REST port and Vertex AI's AIP_HTTP_PORT.
+bind = f"{os.environ.get('HOST', '0.0.0.0')}:{os.environ.get('PORT', '8080')}"
+#   workers - each is one process with its own models; requests run one at a time in each.
+workers = int(os.environ.get("WEB_CONCURRENCY", "2"))
+worker_class = "sync"
+#   preload_app - False: TensorFlow hangs in a forked child once the parent has imported it,
+#       and scikit-learn/XGBoost OpenMP pools are not fork-safe either; models are loaded
+#       after the fork, inside each worker.
+preload_app = False
+#   timeout - the longest single request a sync worker may take; model loading happens
+#       before the worker starts its heartbeat, so big models do not hit it (gunicorn>=22).
+timeout = int(os.environ.get("GUNICORN_TIMEOUT", "60"))
+graceful_timeout = 30
+#   keepalive - sync workers close idle connections after this many seconds.
+keepalive = 2
+
+# Each worker sizes its native thread pools to its share of the cores.
+server.share_cores(workers)
+
+
+def on_starting(server_):
+    """Check the configuration once in the master, so a mistake stops the server at boot."""
+    server.check_configuration(server_.log)
+
+
+def post_fork(server_, worker):
+    server.worker_started(worker.age, server_.num_workers)
+
+
+def post_worker_init(worker):
+    worker.log.info("flask_predict: worker %s loaded its models", worker.pid)
+
+
+def worker_exit(server_, worker):
+    # gunicorn may call this in the master for a dead worker: act only if this process
+    # really loaded the app.
+    app = getattr(worker, "wsgi", None)
+    if app is not None:
+        server.close_worker(app)

@@ -1,0 +1,109 @@
+"""AI Platform custom prediction routines: a user's class with ``from_path`` and ``predict``.
+
+The model config names the class as ``module.Class`` or ``module:Class`` (AI Platform's
+``predictionClass``). The module is imported from the version folder itself, as AI Platform
+packaged it, or else from the installed packages. The class needs no base class; when it
+has ``metadata``, ``predict_tensors`` or ``close`` methods they are used too.
+"""
+
+from __future__ import annotations
+
+import importlib
+import inspect
+import os
+import sys
+from typing import Any, Mapping, Sequence
+
+from flask_predict import ModelMetadata, Predictor
+from flask_predict.types import Tensor
+
+
+class CustomPredictor(Predictor):
+    """Adapts a user's prediction class to the predictor contract."""
+
+    def __init__(self, user: Any) -> None:
+        self.user = user
+        self._accepts = _accepted_keywords(user.predict)
+        self._metadata = (user.metadata() if callable(getattr(user, "metadata", None))
+                          else super().metadata())
+        if not isinstance(self._metadata, ModelMetadata):
+            raise TypeError("metadata() must return a flask_predict.ModelMetadata")
+
+    @classmethod
+    def from_path(cls, model_dir: str, **options: Any) -> CustomPredictor:
+        name = options.pop("class", None) or options.pop("prediction_class", None)
+        if not name:
+            raise TypeError("a custom predictor needs 'class': 'module.Class' in its config")
+        if options:
+            raise TypeError(f"unknown custom predictor option(s) {sorted(options)}")
+        user_class = load_user_class(str(name), model_dir)
+        return cls(user_class.from_path(model_dir))
+
+    def predict(self, instances: list[Any], **kwargs: Any) -> list[Any]:
+        if self._accepts is not None:
+            kwargs = {k: v for k, v in kwargs.items() if k in self._accepts}
+        result: list[Any] = self.user.predict(instances, **kwargs)
+        return result
+
+    def predict_tensors(self, inputs: Mapping[str, Tensor],
+                        outputs: Sequence[str] | None = None,
+                        signature: str | None = None) -> dict[str, Tensor]:
+        own = getattr(self.user, "predict_tensors", None)
+        if callable(own):
+            result: dict[str, Tensor] = own(inputs, outputs, signature)
+            return result
+        return super().predict_tensors(inputs, outputs, signature)
+
+    def metadata(self) -> ModelMetadata:
+        return self._metadata
+
+    def close(self) -> None:
+        close = getattr(self.user, "close", None)
+        if callable(close):
+            close()
+
+
+def load_user_class(name: str, model_dir: str) -> type:
+    """Import the class *name* (``module.Class`` or ``module:Class``), preferring a module
+    shipped in *model_dir*, and check it has ``from_path`` and ``predict``."""
+    module_name, sep, class_name = name.partition(":")
+    if not sep:
+        module_name, _, class_name = name.rpartition(".")
+    if not module_name or not class_name:
+        raise TypeError(f"class {name!r} must be written 'module.Class' or 'module:Class'")
+    module = _import_from(module_name, model_dir)
+    user_class = getattr(module, class_name, None)
+    if not inspect.isclass(user_class):
+        raise TypeError(f"{name} cannot be found: module {module_name!r} has no class "
+                        f"{class_name!r}")
+    for method in ("from_path", "predict"):
+        if not callable(getattr(user_class, method, None)):
+            raise TypeError(f"{name} has no {method}() method")
+    return user_class
+
+
+def _import_from(module_name: str, model_dir: str) -> Any:
+    top = module_name.split(".")[0]
+    shipped = (os.path.isfile(os.path.join(model_dir, top + ".py"))
+               or os.path.isdir(os.path.join(model_dir, top)))
+    if not shipped:
+        return importlib.import_module(module_name)
+    # Another version of the same model may have imported a module of the same name.
+    for key in [k for k in sys.modules if k == top or k.startswith(top + ".")]:
+        del sys.modules[key]
+    sys.path.insert(0, model_dir)
+    try:
+        return importlib.import_module(module_name)
+    finally:
+        sys.path.remove(model_dir)
+
+
+def _accepted_keywords(method: Any) -> set[str] | None:
+    """The keyword names *method* takes, or ``None`` when it takes ``**kwargs``."""
+    try:
+        parameters = inspect.signature(method).parameters.values()
+    except (TypeError, ValueError):
+        return None
+    if any(p.kind is p.VAR_KEYWORD for p in parameters):
+        return None
+    return {p.name for p in parameters if p.kind in (p.KEYWORD_ONLY, p.POSITIONAL_OR_KEYWORD)}
