@@ -1,0 +1,61 @@
+"""Shared fixtures: real models trained once per session, apps and clients."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any, Callable
+
+import pytest
+from flask import Flask
+from flask.testing import FlaskClient
+
+from flask_predict import FlaskPredict
+from tests import models
+
+SHARED = Path(__file__).resolve().parents[2] / "shared"
+TESTDATA = SHARED / "testdata"
+
+
+@pytest.fixture(scope="session")
+def model_root(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """sklearn iris, an XGBoost model trained with missing values, a custom predictor."""
+    root = tmp_path_factory.mktemp("models")
+    models.train_iris(root / "iris")
+    models.train_xgboost_missing(root / "xgb")
+    models.make_custom(root / "echo")
+    return root
+
+
+@pytest.fixture(scope="session")
+def model_config(model_root: Path) -> dict[str, dict[str, object]]:
+    return models.model_config(model_root)
+
+
+AppFactory = Callable[..., Flask]
+
+
+@pytest.fixture(scope="session")
+def make_app() -> AppFactory:
+    """Build a Flask app with flask-predict; keyword arguments become ``PREDICT_*`` keys."""
+
+    def build(models: Any, **settings: Any) -> Flask:
+        app = Flask("test_app")
+        app.config["PREDICT_MODELS"] = models
+        app.config["PREDICT_POLL_SECONDS"] = 0
+        for key, value in settings.items():
+            app.config[f"PREDICT_{key.upper()}"] = value
+        FlaskPredict(app)
+        return app
+
+    return build
+
+
+@pytest.fixture(scope="session")
+def app(make_app: AppFactory, model_config: dict[str, Any]) -> Flask:
+    """One app over the three session models, every protocol on."""
+    return make_app(model_config)
+
+
+@pytest.fixture()
+def client(app: Flask) -> FlaskClient:
+    return app.test_client()
