@@ -1,0 +1,121 @@
+"""Start a real gunicorn server (``gunicorn -c gunicorn.conf.py wsgi:app``) for end-to-end
+tests, on a free port of 127.0.0.1, and stop it afterwards."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import socket
+import subprocess
+import sys
+import time
+import urllib.error
+import urllib.request
+from pathlib import Path
+from typing import Any, Mapping
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        port: int = sock.getsockname()[1]
+        return port
+
+
+class GunicornServer:
+    """A gunicorn master with *workers* sync workers serving *models*.
+
+    Use as a context manager; ``url`` is the base address. *env* adds environment variables
+    (``FLASK_PREDICT_*`` settings among them).
+    """
+
+    def __init__(self, models: Any = None, workers: int = 2, env: Mapping[str, str] | None = None,
+                 ready_path: str = "/v2/health/ready", timeout: float = 120.0,
+                 log_path: Path | None = None) -> None:
+        self.port = free_port()
+        self.url = f"http://127.0.0.1:{self.port}"
+        self.workers = workers
+        self.ready_path = ready_path
+        self.timeout = timeout
+        self.env = {k: v for k, v in os.environ.items()
+                    if not k.startswith(("FLASK_PREDICT_", "MODEL_"))}
+        self.env.update({"WEB_CONCURRENCY": str(workers), "PYTHONUNBUFFERED": "1"})
+        if models is not None:
+            self.env["FLASK_PREDICT_MODELS"] = json.dumps(models)
+        self.env.update(env or {})
+        self.log_path = log_path
+        self.process: subprocess.Popen[bytes] | None = None
+        self._log: Any = None
+
+    def __enter__(self) -> GunicornServer:
+        self.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.stop()
+
+    def start(self) -> None:
+        command = [sys.executable, "-m", "gunicorn", "-c", str(ROOT / "gunicorn.conf.py"),
+                   "--bind", f"127.0.0.1:{self.port}", "--workers", str(self.workers), "wsgi:app"]
+        self._log = open(self.log_path, "wb") if self.log_path else subprocess.DEVNULL
+        self.process = subprocess.Popen(command, cwd=ROOT, env=self.env,
+                                        stdout=self._log, stderr=subprocess.STDOUT)
+        self.wait_ready()
+
+    def wait_ready(self) -> None:
+        """Poll the readiness path until it answers 200 in a worker, or fail."""
+        deadline = time.monotonic() + self.timeout
+        while time.monotonic() < deadline:
+            if self.process is not None and self.process.poll() is not None:
+                raise RuntimeError(f"gunicorn exited with {self.process.returncode}: "
+                                   f"{self.log_text()}")
+            try:
+                with urllib.request.urlopen(self.url + self.ready_path, timeout=5) as answer:
+                    if answer.status == 200:
+                        return
+            except (urllib.error.URLError, ConnectionError, OSError):
+                pass
+            time.sleep(0.2)
+        self.stop()
+        raise RuntimeError(f"gunicorn did not become ready in {self.timeout}s: "
+                           f"{self.log_text()}")
+
+    def log_text(self) -> str:
+        if self.log_path and self.log_path.exists():
+            return self.log_path.read_text(errors="replace")[-4000:]
+        return "(no log kept)"
+
+    def reload(self) -> None:
+        """``kill -HUP`` the master: gunicorn replaces every worker gracefully."""
+        assert self.process is not None
+        self.process.send_signal(signal.SIGHUP)
+
+    def stop(self) -> None:
+        if self.process is not None and self.process.poll() is None:
+            self.process.terminate()
+            try:
+                self.process.wait(timeout=30)
+            except subprocess.TimeoutExpired:
+                self.process.kill()
+                self.process.wait()
+        if self._log not in (None, subprocess.DEVNULL):
+            self._log.close()
+
+
+def request(method: str, url: str, body: Any = None, data: bytes | None = None,
+            headers: Mapping[str, str] | None = None,
+            timeout: float = 30) -> tuple[int, dict[str, str], bytes]:
+    """One HTTP request; returns (status, headers, body) for any status."""
+    if body is not None:
+        data = json.dumps(body).encode()
+    req = urllib.request.Request(url, data=data, method=method, headers=dict(headers or {}))
+    if data is not None and "Content-Type" not in req.headers:
+        req.add_header("Content-Type", "application/json")
+    try:
+        with urllib.request.urlopen(req, timeout=timeout) as answer:
+            return answer.status, dict(answer.headers), answer.read()
+    except urllib.error.HTTPError as error:
+        return error.code, dict(error.headers), error.read()
