@@ -33,12 +33,14 @@ class GunicornServer:
     """
 
     def __init__(self, models: Any = None, workers: int = 2, env: Mapping[str, str] | None = None,
-                 ready_path: str = "/v2/health/ready", timeout: float = 120.0,
+                 ready_path: str = "/v2/health/ready", ready_status: int | None = 200,
+                 timeout: float = 120.0,
                  log_path: Path | None = None) -> None:
         self.port = free_port()
         self.url = f"http://127.0.0.1:{self.port}"
         self.workers = workers
         self.ready_path = ready_path
+        self.ready_status = ready_status
         self.timeout = timeout
         self.env = {k: v for k, v in os.environ.items()
                     if not k.startswith(("FLASK_PREDICT_", "MODEL_"))}
@@ -66,18 +68,16 @@ class GunicornServer:
         self.wait_ready()
 
     def wait_ready(self) -> None:
-        """Poll the readiness path until it answers 200 in a worker, or fail."""
+        """Poll the readiness path until a worker answers it with ``ready_status`` (any
+        HTTP answer when that is ``None``), or fail."""
         deadline = time.monotonic() + self.timeout
         while time.monotonic() < deadline:
             if self.process is not None and self.process.poll() is not None:
                 raise RuntimeError(f"gunicorn exited with {self.process.returncode}: "
                                    f"{self.log_text()}")
-            try:
-                with urllib.request.urlopen(self.url + self.ready_path, timeout=5) as answer:
-                    if answer.status == 200:
-                        return
-            except (urllib.error.URLError, ConnectionError, OSError):
-                pass
+            status, _, _ = request("GET", self.url + self.ready_path, timeout=5)
+            if status and (self.ready_status is None or status == self.ready_status):
+                return
             time.sleep(0.2)
         self.stop()
         raise RuntimeError(f"gunicorn did not become ready in {self.timeout}s: "
@@ -108,7 +108,8 @@ class GunicornServer:
 def request(method: str, url: str, body: Any = None, data: bytes | None = None,
             headers: Mapping[str, str] | None = None,
             timeout: float = 30) -> tuple[int, dict[str, str], bytes]:
-    """One HTTP request; returns (status, headers, body) for any status."""
+    """One HTTP request; returns (status, headers, body) for any status, and status 0 when
+    nothing answered."""
     if body is not None:
         data = json.dumps(body).encode()
     req = urllib.request.Request(url, data=data, method=method, headers=dict(headers or {}))
@@ -119,3 +120,5 @@ def request(method: str, url: str, body: Any = None, data: bytes | None = None,
             return answer.status, dict(answer.headers), answer.read()
     except urllib.error.HTTPError as error:
         return error.code, dict(error.headers), error.read()
+    except (urllib.error.URLError, ConnectionError, OSError):
+        return 0, {}, b""
