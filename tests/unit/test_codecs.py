@@ -1,0 +1,155 @@
+"""codecs: JSON bodies, JSON values <-> arrays, row format."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+
+from flask_predict import codecs
+from flask_predict.errors import InvalidInput
+from flask_predict.types import Signature, TensorSpec
+
+
+def test_loads_accepts_nan_and_infinity_tokens() -> None:
+    body = codecs.loads(b'{"a": [NaN, Infinity, -Infinity, 1.5]}')
+    assert math.isnan(body["a"][0])
+    assert body["a"][1:] == [math.inf, -math.inf, 1.5]
+
+
+def test_loads_accepts_integers_over_64_bits() -> None:
+    (value,) = codecs.loads(b"[123456789012345678901234567890]")
+    assert value == pytest.approx(1.2345678901234568e29)
+
+
+@pytest.mark.parametrize("body", [b"{", b"nope", b'{"a": 1,}', b"\xff\xfe", b'{"a": "\\ud800"'])
+def test_loads_refuses_broken_json(body: bytes) -> None:
+    with pytest.raises(InvalidInput, match="JSON Parse error"):
+        codecs.loads(body)
+
+
+def test_loads_refuses_deep_nesting_without_recursion_error() -> None:
+    with pytest.raises(InvalidInput, match="nested too deeply"):
+        codecs.loads(b"[" * 10_000 + b"]" * 10_000)
+
+
+def test_dumps_prints_non_finite_tokens() -> None:
+    assert codecs.dumps({"a": [math.nan, math.inf, -math.inf]}) == \
+        b'{"a":[NaN,Infinity,-Infinity]}'
+    assert codecs.dumps(np.array([np.nan, 1.0], dtype=np.float32)) == b"[NaN,1.0]"
+
+
+def test_dumps_keeps_null_and_prints_numpy() -> None:
+    assert codecs.dumps({"a": None, "b": np.array([1, 2]), "c": np.float32(2.05)}) == \
+        b'{"a":null,"b":[1,2],"c":2.05}'
+
+
+def test_dumps_float32_arrays_at_their_own_precision() -> None:
+    assert codecs.dumps(np.array([2.05, 0.1], dtype=np.float32)) == b"[2.05,0.1]"
+
+
+def test_to_array_keeps_dtype_and_shape() -> None:
+    array = codecs.to_array([[1, 2], [3, 4]], "INT32", "x")
+    assert array.dtype == np.int32 and array.shape == (2, 2)
+
+
+def test_to_array_null_is_nan_in_float_inputs() -> None:
+    array = codecs.to_array([[None, 1.0], [2.0, None]], "FP32", "x")
+    assert np.isnan(array[0, 0]) and np.isnan(array[1, 1]) and array[0, 1] == 1.0
+
+
+@pytest.mark.parametrize("values, datatype, message", [
+    ([["1.5", 2.0]], "FP64", "got strings"),
+    ([[1.0, "a"], [None, 2.0]], "FP64", "expected numbers"),
+    ([[1.0, 2.0], [3.0]], "FP64", "ragged"),
+    ([[1.5]], "INT64", "fractions"),
+    ([[300]], "UINT8", "out of range"),
+    ([[None]], "INT32", "null"),
+    ([1, 0], "BOOL", "BOOL"),
+    ([[{"b64": "AA=="}]], "FP32", "expected numbers"),
+])
+def test_to_array_refuses_what_does_not_fit(values: object, datatype: str, message: str) -> None:
+    with pytest.raises(InvalidInput, match=message):
+        codecs.to_array(values, datatype, "x")
+
+
+def test_to_array_names_the_input_in_errors() -> None:
+    with pytest.raises(InvalidInput, match="input 'features'"):
+        codecs.to_array([["a"]], "FP32", "features")
+
+
+def test_bytes_from_text_and_b64() -> None:
+    array = codecs.to_array([["abc", {"b64": "AAE="}]], "BYTES", "x")
+    assert array.shape == (1, 2) and array[0, 0] == b"abc" and array[0, 1] == b"\x00\x01"
+
+
+@pytest.mark.parametrize("values", [[{"b64": "not base64!"}], [{"b64": 3}], [1], [["a"], "b"]])
+def test_bytes_refuses_bad_values(values: object) -> None:
+    with pytest.raises(InvalidInput):
+        codecs.to_array(values, "BYTES", "x")
+
+
+def test_unknown_datatype() -> None:
+    with pytest.raises(InvalidInput, match="unsupported datatype"):
+        codecs.to_array([1], "FP128", "x")
+
+
+def test_check_shape() -> None:
+    spec = TensorSpec("x", "FP32", (-1, 3))
+    codecs.check_shape(np.zeros((5, 3)), spec)
+    with pytest.raises(InvalidInput, match=r"expected shape \[-1, 3\], got \[5, 2\]"):
+        codecs.check_shape(np.zeros((5, 2)), spec)
+    codecs.check_shape(np.zeros((2, 2, 2)), TensorSpec("x", "FP32", None))
+
+
+ONE = Signature(inputs=(TensorSpec("x", "FP64", (-1, 2)),), outputs=())
+TWO = Signature(inputs=(TensorSpec("a", "FP32", (-1,)), TensorSpec("b", "BYTES", (-1,))),
+                outputs=())
+
+
+def test_rows_single_input() -> None:
+    tensors = codecs.rows_to_tensors([[1, 2], [3, 4]], ONE)
+    assert tensors["x"].tolist() == [[1.0, 2.0], [3.0, 4.0]]
+
+
+def test_rows_named_inputs() -> None:
+    tensors = codecs.rows_to_tensors([{"a": 1.0, "b": "x"}, {"a": 2.0, "b": {"b64": "eQ=="}}],
+                                     TWO)
+    assert tensors["a"].tolist() == [1.0, 2.0] and tensors["b"].tolist() == [b"x", b"y"]
+
+
+@pytest.mark.parametrize("instances, message", [
+    (3, "must be a list"),
+    ([], "must not be empty"),
+    ([{"a": 1.0, "c": "x"}], "unknown input"),
+    ([{"a": 1.0, "b": "x"}, {"a": 2.0}], "same inputs"),
+    ([1.0, 2.0], "each instance must be an object"),
+])
+def test_rows_errors(instances: object, message: str) -> None:
+    with pytest.raises(InvalidInput, match=message):
+        codecs.rows_to_tensors(instances, TWO)
+
+
+def test_tensors_to_rows_single_and_several_outputs() -> None:
+    assert codecs.tensors_to_rows({"y": np.array([1, 2])}) == [1, 2]
+    rows = codecs.tensors_to_rows({"y": np.array([1, 2]), "p": np.array([[0.5], [0.25]])})
+    assert rows == [{"y": 1, "p": [0.5]}, {"y": 2, "p": [0.25]}]
+
+
+def test_json_value_bytes() -> None:
+    out = np.array([b"text", b"\xff"], dtype=object)
+    assert codecs.json_value(out, "out") == ["text", {"b64": "/w=="}]
+    assert codecs.json_value(out, "out_bytes") == [{"b64": "dGV4dA=="}, {"b64": "/w=="}]
+
+
+def test_predictions_to_tensor() -> None:
+    assert codecs.predictions_to_tensor([1, 2]).tolist() == [1, 2]
+    assert codecs.predictions_to_tensor(["a"]).tolist() == [b"a"]
+    docs = codecs.predictions_to_tensor([{"k": 1}, [1, [2]]])
+    assert docs.dtype == object and docs.tolist() == [b'{"k":1}', b"[1,[2]]"]
+
+
+def test_datatype_table_round_trips() -> None:
+    for name, dtype in codecs.V2_TO_NUMPY.items():
+        assert codecs.NUMPY_TO_V2[dtype] == name

@@ -1,0 +1,104 @@
+"""config: PREDICT_* keys, model specs, TF Serving environment."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from flask_predict.config import config_from_environ, read_settings
+from flask_predict.errors import ConfigError
+from flask_predict.types import VersionPolicy
+
+
+@pytest.fixture()
+def base(tmp_path: Path) -> Path:
+    (tmp_path / "m" / "1").mkdir(parents=True)
+    return tmp_path / "m"
+
+
+def test_defaults(base: Path) -> None:
+    settings = read_settings({"PREDICT_MODELS": {"m": {"base_path": str(base)}}})
+    assert settings.protocols and "aiplatform" in settings.protocols
+    assert settings.threads >= 1 and settings.url_prefix == ""
+    (spec,) = settings.models
+    assert spec.name == "m" and spec.base_path == str(base.resolve())
+    assert spec.version_policy == VersionPolicy("latest", 1) and spec.predictor is None
+
+
+def test_model_entry_options_and_labels(base: Path) -> None:
+    settings = read_settings({"PREDICT_MODELS": {"m": {
+        "base_path": str(base), "predictor": "custom", "class": "pkg.Cls",
+        "version_labels": {"stable": 1}, "default_version": "stable",
+        "version_policy": {"specific": {"versions": [1, 2]}}}}})
+    (spec,) = settings.models
+    assert spec.options == {"class": "pkg.Cls"} and spec.labels == {"stable": 1}
+    assert spec.default_version == "stable"
+    assert spec.version_policy == VersionPolicy("specific", versions=(1, 2))
+
+
+def test_models_as_list_and_json_string(base: Path) -> None:
+    listed = read_settings({"PREDICT_MODELS": [{"name": "m", "base_path": str(base)}]})
+    text = read_settings({"PREDICT_MODELS": json.dumps({"m": {"base_path": str(base)}})})
+    assert listed.models == text.models
+
+
+def test_config_file_paths_are_relative_to_it(tmp_path: Path, base: Path) -> None:
+    config = tmp_path / "models.json"
+    config.write_text(json.dumps({"models": {"m": {"base_path": "m"}}}))
+    settings = read_settings({"PREDICT_MODEL_CONFIG_FILE": str(config)})
+    assert settings.models[0].base_path == str(base.resolve())
+
+
+@pytest.mark.parametrize("config, message", [
+    ({"PREDICT_MODLES": {}}, "unknown setting"),
+    ({"PREDICT_PROTOCOLS": ["soap"]}, "unknown protocol"),
+    ({"PREDICT_MAX_REQUEST_BYTES": "lots"}, "must be a number"),
+    ({"PREDICT_THREADS": 0}, "at least 1"),
+    ({"PREDICT_URL_PREFIX": "api"}, "must start with '/'"),
+    ({"PREDICT_MODELS": {"m": {}}}, "'base_path' is required"),
+    ({"PREDICT_MODELS": {"m": {"base_path": "/no/such/dir"}}}, "not a directory"),
+    ({"PREDICT_MODELS": {"a/b": {"base_path": "."}}}, "model name"),
+    ({"PREDICT_MODELS": "{not json"}, "not valid JSON"),
+    ({"PREDICT_MODELS": 3}, "must map model names"),
+    ({"PREDICT_MODEL_CONFIG_FILE": "/no/such/file.json"}, "cannot read"),
+    ({"PREDICT_GRPS_START_ONLINE": "maybe"}, "true or false"),
+])
+def test_bad_settings_name_the_problem(config: dict[str, object], message: str) -> None:
+    with pytest.raises(ConfigError, match=message):
+        read_settings(config)
+
+
+@pytest.mark.parametrize("entry, message", [
+    ({"version_policy": {"newest": {}}}, "unknown version_policy"),
+    ({"version_policy": {"specific": {}}}, "needs 'versions'"),
+    ({"version_labels": {"a": "x"}}, "version numbers"),
+    ({"default_version": "nope"}, "neither a label"),
+    ({"predictor": 3}, "plugin name"),
+])
+def test_bad_model_entries(base: Path, entry: dict[str, object], message: str) -> None:
+    with pytest.raises(ConfigError, match=message):
+        read_settings({"PREDICT_MODELS": {"m": {"base_path": str(base), **entry}}})
+
+
+def test_duplicate_model_names(tmp_path: Path, base: Path) -> None:
+    config = tmp_path / "models.json"
+    config.write_text(json.dumps({"m": {"base_path": str(base)}}))
+    with pytest.raises(ConfigError, match="configured twice"):
+        read_settings({"PREDICT_MODELS": {"m": {"base_path": str(base)}},
+                       "PREDICT_MODEL_CONFIG_FILE": str(config)})
+
+
+def test_threads_default_to_a_share_of_the_cores(base: Path) -> None:
+    import os
+
+    settings = read_settings({"PREDICT_WORKERS": 64})
+    assert settings.threads == max(1, (os.cpu_count() or 1) // 64)
+    assert read_settings({"PREDICT_THREADS": "3"}).threads == 3
+
+
+def test_tfserving_environment() -> None:
+    config = config_from_environ({"MODEL_NAME": "half", "MODEL_BASE_PATH": "/srv/models"})
+    assert config == {"PREDICT_MODELS": {"half": {"base_path": "/srv/models/half"}}}
+    assert config_from_environ({}) == {}

@@ -1,0 +1,109 @@
+"""extension: FlaskPredict embedded into an existing app."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import pytest
+from flask import Flask, jsonify
+
+from flask_predict import ConfigError, FlaskPredict, Predictor, close_app
+
+
+class Upper(Predictor):
+    """An app-local predictor registered without an entry point."""
+
+    @classmethod
+    def from_path(cls, model_dir: str, **options: Any) -> Upper:
+        return cls()
+
+    def predict(self, instances: list[Any], **kwargs: Any) -> list[Any]:
+        return [str(i).upper() for i in instances]
+
+
+def host_app() -> Flask:
+    app = Flask("host")
+    app.config["MAX_CONTENT_LENGTH"] = None
+
+    @app.get("/hello")
+    def hello() -> Any:
+        return jsonify(message="hi")
+
+    @app.errorhandler(404)
+    def not_found(error: Exception) -> Any:
+        return jsonify(host="missing"), 404
+
+    return app
+
+
+def test_embedding_keeps_the_host_app_intact(model_config: dict[str, Any]) -> None:
+    app = host_app()
+    app.config["PREDICT_MODELS"] = model_config
+    app.config["PREDICT_URL_PREFIX"] = "/ml"
+    FlaskPredict(app)
+    client = app.test_client()
+    assert client.get("/hello").get_json() == {"message": "hi"}
+    assert client.get("/nowhere").get_json() == {"host": "missing"}
+    answer = client.post("/ml/v1/projects/p/models/iris:predict",
+                         json={"instances": [[5.1, 3.5, 1.4, 0.2]]})
+    assert answer.status_code == 200 and answer.get_json() == {"predictions": [0]}
+    assert client.post("/v1/projects/p/models/iris:predict", json={"instances": [[1]]}) \
+        .get_json() == {"host": "missing"}
+    assert app.json.__class__.__module__.startswith("flask")  # the host's JSON provider stays
+
+
+def test_init_app_later_and_register_predictor(tmp_path: Path) -> None:
+    (tmp_path / "shout" / "3").mkdir(parents=True)
+    predict = FlaskPredict()
+    predict.register_predictor("upper", Upper)
+    app = Flask("late")
+    app.config["PREDICT_MODELS"] = {"shout": {"base_path": str(tmp_path / "shout"),
+                                              "predictor": "upper"}}
+    predict.init_app(app)
+    answer = app.test_client().post("/v1/projects/p/models/shout:predict",
+                                    json={"instances": ["a", "b"]})
+    assert answer.get_json() == {"predictions": ["A", "B"]}
+    close_app(app)
+
+
+def test_init_twice_is_refused(model_config: dict[str, Any]) -> None:
+    app = Flask("twice")
+    app.config["PREDICT_MODELS"] = model_config
+    FlaskPredict(app)
+    with pytest.raises(RuntimeError, match="already registered"):
+        FlaskPredict(app)
+
+
+def test_missing_plugin_fails_at_boot(tmp_path: Path) -> None:
+    (tmp_path / "m" / "1").mkdir(parents=True)
+    app = Flask("boot")
+    app.config["PREDICT_MODELS"] = {"m": {"base_path": str(tmp_path / "m"),
+                                          "predictor": "onnx"}}
+    with pytest.raises(ConfigError, match="no predictor .onnx.; installed"):
+        FlaskPredict(app)
+
+
+def test_broken_artifact_fails_at_boot(tmp_path: Path) -> None:
+    (tmp_path / "m" / "1").mkdir(parents=True)
+    (tmp_path / "m" / "1" / "model.joblib").write_bytes(b"not a pickle")
+    app = Flask("boot")
+    app.config["PREDICT_MODELS"] = {"m": {"base_path": str(tmp_path / "m"),
+                                          "predictor": "sklearn"}}
+    with pytest.raises(ConfigError, match="model 'm' version 1 failed to load"):
+        FlaskPredict(app)
+
+
+def test_unknown_option_fails_at_boot(model_root: Path) -> None:
+    app = Flask("boot")
+    app.config["PREDICT_MODELS"] = {"iris": {"base_path": str(model_root / "iris"),
+                                             "colour": "blue"}}
+    with pytest.raises(ConfigError, match="colour"):
+        FlaskPredict(app)
+
+
+def test_only_chosen_protocols_are_registered(model_config: dict[str, Any]) -> None:
+    app = Flask("one")
+    app.config.update(PREDICT_MODELS=model_config, PREDICT_PROTOCOLS="aiplatform")
+    FlaskPredict(app)
+    assert {bp for bp in app.blueprints} == {"predict_aiplatform"}
