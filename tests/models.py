@@ -67,7 +67,10 @@ def train_xgboost_missing(base: Path, version: int = 1, fmt: str = "json") -> Pa
                         xgb.DMatrix(x, label=y, missing=np.nan), num_boost_round=10)
     folder = base / str(version)
     folder.mkdir(parents=True)
-    booster.save_model(folder / f"model.{fmt}")
+    if fmt == "bst":  # what AI Platform calls model.bst: XGBoost's binary JSON
+        (folder / "model.bst").write_bytes(booster.save_raw("ubj"))
+    else:
+        booster.save_model(folder / f"model.{fmt}")
     return base
 
 

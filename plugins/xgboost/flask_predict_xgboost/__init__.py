@@ -116,7 +116,7 @@ def load_model(model_dir: str) -> xgb.Booster | xgb.XGBModel:
     for name in NATIVE_FILES:
         path = os.path.join(model_dir, name)
         if os.path.isfile(path):
-            return xgb.Booster(model_file=path)
+            return _native_booster(path)
     for name in PICKLE_FILES:
         path = os.path.join(model_dir, name)
         if not os.path.isfile(path):
@@ -127,14 +127,22 @@ def load_model(model_dir: str) -> xgb.Booster | xgb.XGBModel:
             else:
                 with open(path, "rb") as file:
                     model = pickle.load(file)
-        except KeyError:  # a native model saved under a .joblib name
-            return xgb.Booster(model_file=path)
+        except (KeyError, pickle.UnpicklingError, EOFError):  # a native model, pickle's name
+            return _native_booster(path)
         if not isinstance(model, (xgb.Booster, xgb.XGBModel)):
             raise TypeError(f"{path} holds a {type(model).__module__}.{type(model).__name__}, "
                             "not an XGBoost model")
         return model
     raise FileNotFoundError(f"no XGBoost model file in {model_dir} (looked for "
                             f"{list(NATIVE_FILES + PICKLE_FILES)})")
+
+
+def _native_booster(path: str) -> xgb.Booster:
+    """Load a JSON or UBJSON model file whatever its name (XGBoost sniffs the content)."""
+    booster = xgb.Booster()
+    with open(path, "rb") as file:
+        booster.load_model(bytearray(file.read()))
+    return booster
 
 
 def _first_line(exc: Exception) -> str:
