@@ -96,6 +96,12 @@ def dumps(obj: Any) -> bytes:
                             separators=(",", ":")).encode()
 
 
+def dumps_strict(obj: Any) -> bytes:
+    """Print *obj* as strict JSON, non-finite floats as ``null`` (the V2 protocol's rule,
+    as KServe and MLServer print them). Numpy arrays of numbers may appear anywhere."""
+    return orjson.dumps(obj, option=orjson.OPT_SERIALIZE_NUMPY)
+
+
 def _plain(value: Any) -> Any:
     if isinstance(value, np.ndarray):
         return value.tolist()

@@ -1,0 +1,107 @@
+"""The V2 routes: health, server and model metadata, readiness and inference.
+
+Every error answers ``{"error": "<message>"}``: 400 for a bad request, 404 for an unknown
+model or version, 413 for a body over the limit, 503 for a model with no version loaded,
+500 when the model itself fails. Health and readiness answer 200 or 400 with an empty body,
+as the spec says ("a 4xx status code indicates false").
+"""
+
+from __future__ import annotations
+
+from importlib.metadata import PackageNotFoundError, version as package_version
+
+from flask import Blueprint, Response, request
+from flask.typing import ResponseReturnValue
+
+from ... import codecs, service
+from ...errors import ModelNotFound
+from ...extension import get_state
+from .._http import json_error, read_body
+from . import wire
+
+bp = Blueprint("predict_kserve_v2", __name__)
+
+EXTENSIONS = ("binary_tensor_data",)
+"""Protocol extensions this server implements, as ``GET /v2`` lists them."""
+
+ALL_METHODS = ["GET", "POST", "PUT", "PATCH", "DELETE"]
+
+
+def server_version() -> str:
+    try:
+        return package_version("flask-predict")
+    except PackageNotFoundError:  # running from a source tree that was never installed
+        return "0+unknown"
+
+
+def _json(payload: object, status: int = 200) -> Response:
+    return Response(codecs.dumps_strict(payload), status=status, mimetype="application/json")
+
+
+def _probe(ok: bool) -> Response:
+    return Response(status=200 if ok else 400)
+
+
+@bp.get("/v2")
+@bp.get("/v2/")
+def server_metadata() -> ResponseReturnValue:
+    name = get_state().settings.server_name
+    return _json(wire.server_metadata(name, server_version(), EXTENSIONS))
+
+
+@bp.get("/v2/health/live")
+def live() -> ResponseReturnValue:
+    return _probe(True)
+
+
+@bp.get("/v2/health/ready")
+def ready() -> ResponseReturnValue:
+    return _probe(get_state().repository.ready)
+
+
+@bp.get("/v2/models/<model>/ready")
+@bp.get("/v2/models/<model>/versions/<version>/ready")
+def model_ready(model: str, version: str | None = None) -> ResponseReturnValue:
+    served = get_state().repository.model(model)
+    if version is None:
+        return _probe(served.ready)
+    number = int(version) if version.isdigit() else None
+    if number is None or (number not in served.versions and number not in served.statuses):
+        raise ModelNotFound(f"model {model!r} has no version {version}")
+    return _probe(number in served.versions)
+
+
+@bp.get("/v2/models/<model>")
+@bp.get("/v2/models/<model>/versions/<version>")
+def model_metadata(model: str, version: str | None = None) -> ResponseReturnValue:
+    repository = get_state().repository
+    loaded = repository.get(model, version)
+    return _json(wire.model_metadata(repository.model(model), loaded))
+
+
+@bp.post("/v2/models/<model>/infer")
+@bp.post("/v2/models/<model>/versions/<version>/infer")
+def infer(model: str, version: str | None = None) -> ResponseReturnValue:
+    state = get_state()
+    head, binary = wire.split_body(read_body(), request.headers.get(wire.HEADER_LENGTH))
+    loaded = service.resolve(state, model, version)
+    decoded = wire.decode_infer(codecs.loads(head), binary, model, str(loaded.version),
+                                loaded.metadata.signature)
+    result = service.predict(state, decoded.request)
+    body, chunks = wire.encode_infer(result, decoded.request_id, decoded.options)
+    text = codecs.dumps_strict(body)
+    if not chunks:
+        return Response(text, mimetype="application/json")
+    answer = Response(b"".join([text, *chunks]), mimetype="application/octet-stream")
+    answer.headers[wire.HEADER_LENGTH] = str(len(text))
+    return answer
+
+
+@bp.route("/v2/<path:rest>", methods=ALL_METHODS)
+def unknown_path(rest: str) -> ResponseReturnValue:
+    raise ModelNotFound(f"unknown V2 request: {request.method} /v2/{rest}")
+
+
+@bp.errorhandler(Exception)
+def handle_error(exc: Exception) -> ResponseReturnValue:
+    return json_error(exc)

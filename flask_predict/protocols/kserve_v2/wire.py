@@ -1,0 +1,370 @@
+"""Open Inference Protocol V2 bodies <-> the internal request and response.
+
+Pure functions, no Flask: the JSON request (with the binary tensor data extension's raw
+bytes after it) becomes an :class:`~flask_predict.types.InferenceRequest`, and an
+:class:`~flask_predict.types.InferenceResponse` becomes a JSON header plus binary chunks.
+
+Spec: https://github.com/kserve/kserve/blob/master/docs/predict-api/v2/required_api.md
+Binary extension: https://github.com/triton-inference-server/server/blob/main/docs/protocol/
+extension_binary_data.md
+"""
+
+from __future__ import annotations
+
+import base64
+import math
+import struct
+from dataclasses import dataclass, field
+from typing import Any, Mapping, Sequence
+
+import numpy as np
+
+from ... import codecs
+from ...errors import InvalidInput
+from ...repository import LoadedVersion, ServedModel
+from ...types import InferenceRequest, InferenceResponse, Signature, Tensor, TensorSpec
+
+HEADER_LENGTH = "Inference-Header-Content-Length"
+"""The binary extension's header: length of the JSON part of a body with binary data."""
+
+PLATFORMS = {"tensorflow": "tensorflow_savedmodel"}
+"""Our platform names -> the V2 spec's ``<project>_<format>`` names where it defines one."""
+
+_LENGTH = struct.Struct("<I")
+
+
+@dataclass
+class OutputOptions:
+    """How the response encodes each output: binary or JSON."""
+
+    binary_default: bool = False
+    """The request's ``binary_data_output`` parameter."""
+    binary: dict[str, bool] = field(default_factory=dict)
+    """Per requested output ``binary_data``; it overrides the default."""
+
+    def is_binary(self, name: str) -> bool:
+        return self.binary.get(name, self.binary_default)
+
+
+@dataclass
+class DecodedInfer:
+    """A decoded ``/infer`` body: the internal request and what the response must echo."""
+
+    request: InferenceRequest
+    request_id: str | None
+    options: OutputOptions
+
+
+# --- metadata -------------------------------------------------------------------------------
+
+def server_metadata(name: str, version: str, extensions: Sequence[str]) -> dict[str, Any]:
+    """``GET /v2``: ``name``, ``version`` and ``extensions`` (all three required)."""
+    return {"name": name, "version": version, "extensions": list(extensions)}
+
+
+def model_metadata(served: ServedModel, loaded: LoadedVersion) -> dict[str, Any]:
+    """``GET /v2/models/<m>[/versions/<v>]``: the default signature's tensors, ``-1`` for
+    dimensions of any size."""
+    meta = loaded.metadata
+    signature = meta.signature
+    return {"name": served.name,
+            "versions": [str(v) for v in sorted(served.versions)],
+            "platform": PLATFORMS.get(meta.platform, meta.platform),
+            "inputs": [tensor_metadata(spec) for spec in signature.inputs],
+            "outputs": [tensor_metadata(spec) for spec in signature.outputs]}
+
+
+def tensor_metadata(spec: TensorSpec) -> dict[str, Any]:
+    """One ``$metadata_tensor``; an unknown rank is shown as ``[-1]``."""
+    shape = list(spec.shape) if spec.shape is not None else [-1]
+    return {"name": spec.name, "datatype": spec.datatype, "shape": shape}
+
+
+# --- requests -------------------------------------------------------------------------------
+
+def split_body(body: bytes, header_length: str | None) -> tuple[bytes, bytes]:
+    """Split a body into its JSON part and the binary data after it.
+
+    *header_length* is the ``Inference-Header-Content-Length`` header (``None``: the whole
+    body is JSON).
+    """
+    if header_length is None:
+        return body, b""
+    try:
+        length = int(header_length.strip())
+    except ValueError:
+        raise InvalidInput(f"{HEADER_LENGTH} must be an integer, got {header_length!r}")
+    if length < 0:
+        raise InvalidInput(f"{HEADER_LENGTH} must not be negative, got {length}")
+    if length > len(body):
+        raise InvalidInput(f"{HEADER_LENGTH} is {length} but the body has only "
+                           f"{len(body)} bytes")
+    return body[:length], body[length:]
+
+
+def decode_infer(header: Any, binary: bytes, model: str, version: str | None,
+                 signature: Signature) -> DecodedInfer:
+    """Decode an ``/infer`` body for the model whose default *signature* is given.
+
+    Inputs are checked against their ``shape`` and ``datatype``, then fitted to the model:
+    a single-input model takes its input under any name, and numbers are cast to the
+    model's datatype when that loses no kind (integers to floats, not floats to integers).
+    """
+    if not isinstance(header, dict):
+        raise InvalidInput("the request body must be a JSON object")
+    request_id = header.get("id")
+    if request_id is not None and not isinstance(request_id, str):
+        raise InvalidInput("'id' must be a string")
+    parameters = _parameters(header, "request")
+    raw_inputs = header.get("inputs")
+    if raw_inputs is None:
+        raise InvalidInput("missing 'inputs'")
+    if not isinstance(raw_inputs, list) or not raw_inputs:
+        raise InvalidInput("'inputs' must be a non-empty list of tensors")
+    inputs = decode_inputs(raw_inputs, binary)
+    names, options = decode_outputs(header.get("outputs"), parameters)
+    request = InferenceRequest(model=model, version=version,
+                               inputs=fit_inputs(inputs, signature), outputs=names,
+                               parameters=parameters)
+    return DecodedInfer(request, request_id, options)
+
+
+def decode_inputs(raw_inputs: list[Any], binary: bytes) -> dict[str, Tensor]:
+    """Each ``$request_input`` as an array of its shape; binary inputs take their bytes
+    from *binary* in order, and every byte of it must be used."""
+    inputs: dict[str, Tensor] = {}
+    offset = 0
+    for index, raw in enumerate(raw_inputs):
+        if not isinstance(raw, dict):
+            raise InvalidInput(f"inputs[{index}] must be an object")
+        name = raw.get("name")
+        if not isinstance(name, str) or not name:
+            raise InvalidInput(f"inputs[{index}]: missing 'name'")
+        if name in inputs:
+            raise InvalidInput(f"input {name!r} appears twice")
+        datatype = raw.get("datatype")
+        if not isinstance(datatype, str):
+            raise InvalidInput(f"input {name!r}: missing 'datatype'")
+        if datatype not in codecs.V2_TO_NUMPY:
+            raise InvalidInput(f"input {name!r}: unknown datatype {datatype!r}; expected one "
+                               f"of {sorted(codecs.V2_TO_NUMPY)}")
+        shape = _shape(raw.get("shape"), name)
+        size = _parameters(raw, f"input {name!r}").get("binary_data_size")
+        if size is not None:
+            if "data" in raw:
+                raise InvalidInput(f"input {name!r}: give 'data' or 'binary_data_size', "
+                                   "not both")
+            if isinstance(size, bool) or not isinstance(size, int) or size < 0:
+                raise InvalidInput(f"input {name!r}: 'binary_data_size' must be a "
+                                   "non-negative integer")
+            if offset + size > len(binary):
+                raise InvalidInput(f"input {name!r}: binary_data_size {size} runs past the "
+                                   f"end of the binary data ({len(binary) - offset} bytes "
+                                   "left)")
+            inputs[name] = binary_to_array(binary[offset:offset + size], datatype, shape, name)
+            offset += size
+        elif "data" in raw:
+            inputs[name] = json_to_array(raw["data"], datatype, shape, name)
+        else:
+            raise InvalidInput(f"input {name!r}: missing 'data'")
+    if offset != len(binary):
+        raise InvalidInput(f"{len(binary) - offset} bytes of binary data after the JSON "
+                           "header belong to no input (check binary_data_size)")
+    return inputs
+
+
+def json_to_array(data: Any, datatype: str, shape: tuple[int, ...], name: str) -> Tensor:
+    """JSON ``data``, nested or flat, as an array of *shape* (row-major)."""
+    array = codecs.to_array(data, datatype, name)
+    _check_count(array.size, shape, name)
+    return array.reshape(shape)
+
+
+def binary_to_array(chunk: bytes, datatype: str, shape: tuple[int, ...], name: str) -> Tensor:
+    """Raw little-endian bytes (BYTES: 4-byte length + bytes per element) as an array."""
+    count = math.prod(shape)
+    if datatype == "BYTES":
+        values = _split_bytes(chunk, name)
+        _check_count(len(values), shape, name)
+        array = np.empty(len(values), dtype=object)
+        array[:] = values
+        return array.reshape(shape)
+    dtype = codecs.V2_TO_NUMPY[datatype]
+    if len(chunk) != count * dtype.itemsize:
+        raise InvalidInput(f"input {name!r}: binary_data_size is {len(chunk)} bytes but "
+                           f"{datatype} of shape {list(shape)} needs "
+                           f"{count * dtype.itemsize}")
+    if dtype.kind == "b":
+        raw = np.frombuffer(chunk, dtype=np.uint8)
+        if raw.size and raw.max() > 1:
+            raise InvalidInput(f"input {name!r}: BOOL bytes must be 0 or 1")
+        return raw.astype(np.bool_).reshape(shape)
+    return np.frombuffer(chunk, dtype=dtype.newbyteorder("<")).astype(dtype).reshape(shape)
+
+
+def _split_bytes(chunk: bytes, name: str) -> list[bytes]:
+    values: list[bytes] = []
+    offset, end = 0, len(chunk)
+    while offset < end:
+        if offset + 4 > end:
+            raise InvalidInput(f"input {name!r}: BYTES data ends inside a length prefix")
+        (length,) = _LENGTH.unpack_from(chunk, offset)
+        offset += 4
+        if offset + length > end:
+            raise InvalidInput(f"input {name!r}: BYTES element of {length} bytes runs past "
+                               "the end of its data")
+        values.append(chunk[offset:offset + length])
+        offset += length
+    return values
+
+
+def _check_count(count: int, shape: tuple[int, ...], name: str) -> None:
+    needed = math.prod(shape)
+    if count != needed:
+        raise InvalidInput(f"input {name!r}: shape {list(shape)} needs {needed} values, "
+                           f"got {count}")
+
+
+def _shape(value: Any, name: str) -> tuple[int, ...]:
+    if not isinstance(value, list):
+        raise InvalidInput(f"input {name!r}: 'shape' must be a list of integers")
+    for dim in value:
+        if isinstance(dim, bool) or not isinstance(dim, int):
+            raise InvalidInput(f"input {name!r}: 'shape' must be a list of integers, "
+                               f"got {value}")
+        if dim < 0:
+            raise InvalidInput(f"input {name!r}: shape {value} has a negative dimension; "
+                               "a request gives every dimension's actual size")
+    return tuple(value)
+
+
+def _parameters(obj: Mapping[str, Any], where: str) -> dict[str, Any]:
+    parameters = obj.get("parameters")
+    if parameters is None:
+        return {}
+    if not isinstance(parameters, dict):
+        raise InvalidInput(f"{where}: 'parameters' must be an object")
+    return parameters
+
+
+def decode_outputs(raw: Any, parameters: Mapping[str, Any]) -> tuple[list[str] | None,
+                                                                     OutputOptions]:
+    """The requested output names (``None``: all) and their binary flags."""
+    options = OutputOptions(_flag(parameters, "binary_data_output", "request"))
+    if raw is None:
+        return None, options
+    if not isinstance(raw, list):
+        raise InvalidInput("'outputs' must be a list")
+    names: list[str] = []
+    for index, item in enumerate(raw):
+        if not isinstance(item, dict) or not isinstance(item.get("name"), str):
+            raise InvalidInput(f"outputs[{index}] must be an object with a 'name'")
+        name = item["name"]
+        if name in names:
+            raise InvalidInput(f"output {name!r} is requested twice")
+        names.append(name)
+        item_parameters = _parameters(item, f"output {name!r}")
+        if "binary_data" in item_parameters:
+            options.binary[name] = _flag(item_parameters, "binary_data", f"output {name!r}")
+    return names, options
+
+
+def _flag(parameters: Mapping[str, Any], key: str, where: str) -> bool:
+    value = parameters.get(key, False)
+    if not isinstance(value, bool):
+        raise InvalidInput(f"{where}: parameter {key!r} must be true or false")
+    return value
+
+
+def fit_inputs(inputs: dict[str, Tensor], signature: Signature) -> dict[str, Tensor]:
+    """Fit decoded inputs to the model: rename a single input, cast numbers losslessly."""
+    if len(signature.inputs) == 1 and len(inputs) == 1:
+        ((_, array),) = inputs.items()
+        inputs = {signature.inputs[0].name: array}
+    fitted = {}
+    for name, array in inputs.items():
+        spec = signature.input(name)
+        fitted[name] = array if spec is None else _cast(array, spec)
+    return fitted
+
+
+def _cast(array: Tensor, spec: TensorSpec) -> Tensor:
+    target = codecs.V2_TO_NUMPY.get(spec.datatype)
+    if target is None or target.kind == "O" or array.dtype == target:
+        return array  # BYTES in metadata: the model takes any type (custom predictors)
+    got = codecs.datatype_of(array)
+    if array.dtype.kind == "O" or not np.can_cast(array.dtype, target, "same_kind"):
+        raise InvalidInput(f"input {spec.name!r}: the model expects {spec.datatype}, "
+                           f"got {got}")
+    if target.kind in "iu" and array.size and array.dtype.kind in "iu":
+        info = np.iinfo(target)
+        if array.min() < info.min or array.max() > info.max:
+            raise InvalidInput(f"input {spec.name!r}: {got} value out of range for "
+                               f"{spec.datatype}")
+    return array.astype(target)
+
+
+# --- responses ------------------------------------------------------------------------------
+
+def encode_infer(response: InferenceResponse, request_id: str | None,
+                 options: OutputOptions) -> tuple[dict[str, Any], list[bytes]]:
+    """The ``$inference_response`` object and the binary chunks that follow it, in output
+    order. Binary outputs carry ``parameters.binary_data_size`` instead of ``data``."""
+    outputs: list[dict[str, Any]] = []
+    chunks: list[bytes] = []
+    for name, array in response.outputs.items():
+        datatype = codecs.datatype_of(array)
+        tensor: dict[str, Any] = {"name": name, "datatype": datatype,
+                                  "shape": list(array.shape)}
+        if options.is_binary(name):
+            chunk = array_to_binary(array)
+            chunks.append(chunk)
+            tensor["parameters"] = {"binary_data_size": len(chunk)}
+        else:
+            data, parameters = array_to_json(array)
+            if parameters:
+                tensor["parameters"] = parameters
+            tensor["data"] = data
+        outputs.append(tensor)
+    body: dict[str, Any] = {"model_name": response.model,
+                            "model_version": str(response.version)}
+    if request_id is not None:
+        body["id"] = request_id
+    body["outputs"] = outputs
+    return body, chunks
+
+
+def array_to_binary(array: Tensor) -> bytes:
+    """Little-endian row-major bytes; BYTES elements as 4-byte length + bytes."""
+    if array.dtype.kind in "OSU":
+        values = [_as_bytes(v) for v in array.reshape(-1).tolist()]
+        return b"".join(_LENGTH.pack(len(v)) + v for v in values)
+    return np.ascontiguousarray(array, dtype=array.dtype.newbyteorder("<")).tobytes()
+
+
+def array_to_json(array: Tensor) -> tuple[Any, dict[str, Any]]:
+    """Flat JSON ``data`` for *array* and any output parameters it needs.
+
+    Numbers stay a numpy array (the codec prints it; NaN and infinity become ``null``).
+    BYTES are UTF-8 strings, or all base64 with ``content_type: base64`` (MLServer's
+    convention) when some element is not text.
+    """
+    flat = array.reshape(-1)
+    if flat.dtype.kind not in "OSU":
+        if flat.dtype not in codecs.NUMPY_TO_V2 or flat.dtype.kind == "V":
+            return flat.astype(np.float32), {}  # BF16 prints as float32
+        return np.ascontiguousarray(flat), {}
+    values = [_as_bytes(v) for v in flat.tolist()]
+    try:
+        return [v.decode("utf-8") for v in values], {}
+    except UnicodeDecodeError:
+        return ([base64.b64encode(v).decode("ascii") for v in values],
+                {"content_type": "base64"})
+
+
+def _as_bytes(value: Any) -> bytes:
+    if isinstance(value, bytes):
+        return value
+    if isinstance(value, str):
+        return value.encode("utf-8")
+    return str(value).encode("utf-8")
