@@ -5,7 +5,7 @@ PYTHON ?= python3
 VENV ?= .venv
 PY := $(VENV)/bin/python
 PORT ?= 8080
-PLUGINS := plugins/sklearn plugins/xgboost plugins/custom
+PLUGINS := plugins/sklearn plugins/xgboost plugins/custom plugins/tensorflow
 INSTALLED := $(VENV)/.installed
 
 .PHONY: install serve test demo bench clean

@@ -5,9 +5,12 @@ from __future__ import annotations
 import abc
 from typing import Any, ClassVar, Mapping, Sequence
 
+import numpy as np
+
 from . import codecs
 from .errors import InvalidInput
-from .types import DEFAULT_SIGNATURE, ModelMetadata, Signature, Tensor, TensorSpec
+from .types import (DEFAULT_SIGNATURE, InferenceRequest, ModelMetadata, Signature, Tensor,
+                    TensorSpec)
 
 
 class Predictor(abc.ABC):
@@ -26,6 +29,12 @@ class Predictor(abc.ABC):
 
     instance_outputs: ClassVar[Sequence[str] | None] = None
     """Outputs the instances door returns (``None``: all); scikit-learn's is ``predict``."""
+
+    scores_output: ClassVar[str] = "predict_proba"
+    """The output the default :meth:`classify` reads class scores from."""
+
+    values_output: ClassVar[str] = "predict"
+    """The output the default :meth:`regress` reads values from."""
 
     def __init_subclass__(cls, **kwargs: Any) -> None:
         super().__init_subclass__(**kwargs)
@@ -78,6 +87,54 @@ class Predictor(abc.ABC):
             inputs=(TensorSpec("instances", "BYTES", None),),
             outputs=(TensorSpec("predictions", "BYTES", None),))})
 
+    def classify(self, examples: Sequence[Example],
+                 signature: str | None = None) -> Classification:
+        """Class labels and scores for each example (TF Serving's ``:classify``).
+
+        The default turns the examples into feature rows (:func:`codecs.examples_to_rows`
+        with the ``feature_names`` property), calls :meth:`predict_tensors` for
+        :attr:`scores_output` and labels the columns with the ``classes`` property.
+        """
+        meta = self._example_signature(signature)
+        if meta.signature.output(self.scores_output) is None:
+            raise FailedPrecondition("Expected classification signature outputs to contain "
+                                     f"at least one of \"classes\" or \"scores\": the model "
+                                     f"has no {self.scores_output!r} output")
+        rows = codecs.examples_to_rows(examples, meta.properties.get("feature_names"))
+        inputs = {meta.signature.inputs[0].name: rows}
+        scores = self.predict_tensors(inputs, [self.scores_output], signature)[
+            self.scores_output]
+        classes = meta.properties.get("classes")
+        labels = None
+        if classes is not None:
+            labels = np.broadcast_to(np.asarray([str(c) for c in classes], dtype=object),
+                                     scores.shape)
+        return Classification(classes=labels, scores=scores)
+
+    def regress(self, examples: Sequence[Example], signature: str | None = None) -> Tensor:
+        """One number per example (TF Serving's ``:regress``).
+
+        The default turns the examples into feature rows as :meth:`classify` does and returns
+        :attr:`values_output`; a model with a ``classes`` property is refused (400).
+        """
+        meta = self._example_signature(signature)
+        if "classes" in meta.properties or meta.signature.output(self.values_output) is None:
+            raise FailedPrecondition("No regression outputs found: the model is a "
+                                     "classifier or has no regression output")
+        rows = codecs.examples_to_rows(examples, meta.properties.get("feature_names"))
+        inputs = {meta.signature.inputs[0].name: rows}
+        values = self.predict_tensors(inputs, [self.values_output], signature)[
+            self.values_output]
+        return np.asarray(values)
+
+    def _example_signature(self, signature: str | None) -> ModelMetadata:
+        meta = self.metadata()
+        if signature and signature not in meta.signatures:
+            raise InvalidInput(f"No signature was found with the name: {signature}")
+        if len(meta.signature.inputs) != 1:
+            raise FailedPrecondition("examples need a model with a single input")
+        return meta
+
     def signature(self, name: str | None = None) -> Signature:
         """The signature called *name* (the default one for ``None``)."""
         meta = self.metadata()
@@ -86,6 +143,14 @@ class Predictor(abc.ABC):
         except KeyError:
             raise InvalidInput(f"signature {name!r} not found; the model has "
                                f"{sorted(meta.signatures)}")
+
+    def warmup_requests(self, model_dir: str) -> list[InferenceRequest]:
+        """Sample requests in the framework's own warm-up format, replayed through
+        :meth:`predict_tensors` before this version is served (TensorFlow reads TF
+        Serving's ``assets.extra/tf_serving_warmup_requests``). Default: none; the JSON
+        file ``assets.extra/warmup_requests.json`` works for every predictor without this.
+        """
+        return []
 
     def close(self) -> None:
         """Release framework resources when the version is unloaded. Default: nothing."""

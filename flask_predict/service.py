@@ -3,14 +3,14 @@
 from __future__ import annotations
 
 import logging
-from typing import Any, Mapping
+from typing import Any, Mapping, Sequence
 
 import numpy as np
 
 from .errors import InvalidInput, PredictError, PredictorFailed
 from .extension import PredictState
 from .repository import LoadedVersion
-from .types import InferenceRequest, InferenceResponse
+from .types import Classification, Example, InferenceRequest, InferenceResponse, Tensor
 
 logger = logging.getLogger(__name__)
 
@@ -59,3 +59,30 @@ def predict_instances(loaded: LoadedVersion, instances: list[Any],
         raise PredictorFailed(f"model {loaded.name!r} returned {type(predictions).__name__}; "
                               "predict must return a list or a numpy array")
     return list(predictions)
+
+
+def classify(loaded: LoadedVersion, examples: Sequence[Example],
+             signature: str | None = None) -> Classification:
+    """Run :meth:`Predictor.classify` of *loaded* (TF Serving's ``:classify``)."""
+    try:
+        result = loaded.predictor.classify(examples, signature)
+    except PredictError:
+        raise
+    except Exception as exc:
+        raise PredictorFailed(f"model {loaded.name!r} failed to classify") from exc
+    if not isinstance(result, Classification):
+        raise PredictorFailed(f"model {loaded.name!r} returned {type(result).__name__}, "
+                              "not a Classification")
+    return result
+
+
+def regress(loaded: LoadedVersion, examples: Sequence[Example],
+            signature: str | None = None) -> Tensor:
+    """Run :meth:`Predictor.regress` of *loaded* (TF Serving's ``:regress``)."""
+    try:
+        values = loaded.predictor.regress(examples, signature)
+    except PredictError:
+        raise
+    except Exception as exc:
+        raise PredictorFailed(f"model {loaded.name!r} failed to regress") from exc
+    return np.asarray(values)

@@ -121,3 +121,18 @@ class InferenceResponse:
     version: int
     outputs: dict[str, Tensor]
 
+
+
+Example = Mapping[str, Tensor]
+"""One ``tf.train.Example`` as plain arrays: feature name -> a 1-D array whose dtype is the
+feature's kind (float32: ``float_list``, int64: ``int64_list``, object of bytes: ``bytes_list``)."""
+
+
+@dataclass
+class Classification:
+    """What :meth:`Predictor.classify` returns: ``[N, K]`` labels and/or ``[N, K]`` scores."""
+
+    classes: Tensor | None
+    """Class labels (bytes or text); ``None`` when the model gives scores only."""
+    scores: Tensor | None
+    """Scores (float); ``None`` when the model gives labels only."""
