@@ -51,7 +51,8 @@ class VersionStatus:
     state: str
     error: str = ""
     stamp: float = 0.0
-    """Modification time of the version folder when it was last tried."""
+    """Modification time of the version folder (for a failed version: the latest time of
+    anything under it, see :func:`tree_stamp`) when it was last tried."""
 
 
 @dataclass
@@ -107,12 +108,21 @@ class ServedModel:
 
 
 class ModelRepository:
-    """Every configured model of one app, in one worker."""
+    """Every configured model of one app, in one worker.
+
+    Readers never lock: each change builds a new :class:`ServedModel` and a new mapping of
+    models and swaps it in with one assignment, so a request sees either the old set of
+    versions or the new one, never a half-loaded model. :meth:`sync` holds a lock so that
+    only one thread loads at a time.
+    """
 
     def __init__(self, lookup: PredictorLookup) -> None:
         self._lookup = lookup
         self._models: Mapping[str, ServedModel] = {}
         self._lock = threading.Lock()
+        self._synced = False
+        self._retired: list[LoadedVersion] = []
+        self._warned: set[str] = set()
 
     @classmethod
     def load(cls, specs: Iterable[ModelSpec], lookup: PredictorLookup) -> ModelRepository:
@@ -127,7 +137,8 @@ class ModelRepository:
         return sorted(self._models)
 
     def models(self) -> list[ServedModel]:
-        return [self._models[name] for name in sorted(self._models)]
+        models = self._models
+        return [models[name] for name in sorted(models)]
 
     def model(self, name: str) -> ServedModel:
         served = self._models.get(name)
@@ -147,97 +158,143 @@ class ModelRepository:
 
     @property
     def ready(self) -> bool:
-        """True when every configured model has a version loaded in this worker."""
-        return all(served.ready for served in self._models.values())
+        """True once the configured models are loaded in this worker: false before the
+        first :meth:`sync` and while a configured model has no version loaded. Replacing
+        a version never makes it false, since the old version serves until the new one
+        is loaded."""
+        return self._synced and all(served.ready for served in self._models.values())
 
     # --- loading --------------------------------------------------------------------------------
 
     def sync(self, specs: Iterable[ModelSpec], strict: bool = False) -> None:
         """Bring the loaded versions in line with *specs* and the folders on disk.
 
-        New versions are loaded before old ones are dropped; a version that fails to load
-        is recorded in the statuses and the versions already served stay. With *strict*
-        any failure raises :class:`ConfigError` instead.
+        New versions are loaded (and warmed up) before old ones are dropped; a version
+        that fails to load is recorded in the statuses and the versions already served
+        stay. Each model's new state is published as soon as it is ready. Versions that
+        leave the policy are closed at the next call, so requests still running on them
+        can finish. With *strict* any failure raises :class:`ConfigError` instead.
         """
         with self._lock:
+            self._close_retired()
             specs = list(specs)
-            current = self._models
-            updated: dict[str, ServedModel] = {}
+            wanted = {spec.name for spec in specs}
+            for name in [name for name in self._models if name not in wanted]:
+                logger.info("model %r removed from the configuration", name)
+                removed = self._models[name]
+                self._models = {k: v for k, v in self._models.items() if k != name}
+                self._retired.extend(removed.versions.values())
             for spec in specs:
-                served = current.get(spec.name)
-                if served is None or served.spec != spec:
-                    same_artifacts = served is not None and _artifact_key(served.spec) == \
-                        _artifact_key(spec)
-                    served = ServedModel(spec, dict(served.versions) if same_artifacts else {},
-                                         dict(served.statuses) if same_artifacts else {})
+                served = self._models.get(spec.name)
+                if served is not None and _artifact_key(served.spec) != _artifact_key(spec):
+                    self._retired.extend(served.versions.values())
+                    served = None
+                if served is None:
+                    served = ServedModel(spec)
+                else:
+                    served = ServedModel(spec, served.versions, served.statuses)
                 self._refresh(served, strict)
-                updated[spec.name] = served
-            self._models = updated
-            for name, served in current.items():
-                if name not in updated:
-                    logger.info("model %r removed from the configuration", name)
-                    for loaded in served.versions.values():
-                        _close(loaded)
+            # the configuration's order, which is also the order of names()
+            self._models = {spec.name: self._models[spec.name] for spec in specs}
+            self._synced = True
+
+    def _publish(self, served: ServedModel) -> None:
+        self._models = {**self._models, served.name: served}
 
     def _refresh(self, served: ServedModel, strict: bool) -> None:
         spec = served.spec
         on_disk = version_folders(spec.base_path)
-        if strict and not on_disk:
-            raise ConfigError(f"model {spec.name!r}: no numbered version folder in "
-                              f"{spec.base_path!r}")
+        if not on_disk:
+            if strict:
+                raise ConfigError(f"model {spec.name!r}: no numbered version folder in "
+                                  f"{spec.base_path!r}")
+            self._warn_once(f"model {spec.name!r}: no numbered version folder in "
+                            f"{spec.base_path!r}; the versions loaded stay served")
+            self._publish(served)
+            return
+        self._warned.discard(f"model {spec.name!r}: no numbered version folder in "
+                             f"{spec.base_path!r}; the versions loaded stay served")
         statuses = {v: s for v, s in served.statuses.items() if v in on_disk}
-        versions = {v: lv for v, lv in served.versions.items() if v in on_disk}
+        versions = dict(served.versions)
         pinned = set(spec.labels.values())
         if spec.default_version is not None and spec.default_version.isdigit():
             pinned.add(int(spec.default_version))
 
         def usable(version: int) -> bool:
+            # a version that failed is tried again once something in its folder changes
             status = statuses.get(version)
-            return not (status and status.error and status.stamp == on_disk[version])
+            return not (status and status.error and status.stamp == tree_stamp(
+                os.path.join(spec.base_path, str(version))))
 
         candidates = [v for v in on_disk if v in versions or usable(v)]
         wanted = set(spec.version_policy.choose(candidates)) | (pinned & set(candidates))
-        for version in sorted(wanted - set(versions)):
-            loaded = self._load_version(spec, version, on_disk[version], strict, statuses)
+        to_load = sorted(wanted - set(versions))
+        if to_load:
+            for version in to_load:
+                statuses[version] = VersionStatus(version, "LOADING", stamp=on_disk[version])
+            self._publish(ServedModel(spec, dict(versions), dict(statuses)))
+        for version in to_load:
+            stamp = tree_stamp(os.path.join(spec.base_path, str(version)))
+            loaded = self._load_version(spec, version, stamp, strict, statuses)
             if loaded is not None:
                 versions[version] = loaded
-        # a version that failed leaves the policy to choose among those that loaded
-        wanted = set(spec.version_policy.choose(sorted(versions))) | (pinned & set(versions))
-        dropped = [versions.pop(v) for v in sorted(set(versions) - wanted)]
+        # a version removed from disk is unloaded; one that failed to load leaves the
+        # policy to choose among those that did
+        present = [v for v in versions if v in on_disk]
+        keep = set(spec.version_policy.choose(present)) | (pinned & set(present))
+        dropped = [versions.pop(v) for v in sorted(set(versions) - keep)]
         for v in versions:
             statuses[v] = VersionStatus(v, "AVAILABLE", stamp=on_disk[v])
         for loaded in dropped:
-            statuses[loaded.version] = VersionStatus(loaded.version, "END",
-                                                     stamp=on_disk[loaded.version])
-        served.versions = versions
-        served.statuses = statuses
+            if loaded.version in on_disk:
+                statuses[loaded.version] = VersionStatus(loaded.version, "END",
+                                                         stamp=on_disk[loaded.version])
+        self._publish(ServedModel(spec, versions, statuses))
         for loaded in dropped:
             logger.info("model %r: version %d unloaded", spec.name, loaded.version)
-            _close(loaded)
+        self._retired.extend(dropped)
 
     def _load_version(self, spec: ModelSpec, version: int, stamp: float, strict: bool,
                       statuses: dict[int, VersionStatus]) -> LoadedVersion | None:
+        from .warmup import warm_up
+
         path = os.path.join(spec.base_path, str(version))
         start = time.perf_counter()
+        predictor = None
         try:
             name = spec.predictor or detect_predictor(path, spec)
             predictor = self._lookup(name).from_path(path, **spec.options)
             loaded = LoadedVersion(spec, version, predictor, predictor.metadata(), path)
+            warmed = warm_up(loaded)
         except Exception as exc:
             message = f"model {spec.name!r} version {version} failed to load: {_reason(exc)}"
+            if predictor is not None:
+                _close_predictor(predictor, spec.name, version)
             if strict:
                 raise ConfigError(message) from exc
             logger.error("%s", message, exc_info=not isinstance(exc, ConfigError))
             statuses[version] = VersionStatus(version, "END", error=message, stamp=stamp)
             return None
-        logger.info("model %r: version %d loaded with %s in %.2fs", spec.name, version,
-                    type(predictor).__name__, time.perf_counter() - start)
+        logger.info("model %r: version %d loaded with %s in %.2fs%s", spec.name, version,
+                    type(predictor).__name__, time.perf_counter() - start,
+                    f" ({warmed} warm-up requests)" if warmed else "")
         return loaded
+
+    def _warn_once(self, message: str) -> None:
+        if message not in self._warned:
+            self._warned.add(message)
+            logger.warning("%s", message)
+
+    def _close_retired(self) -> None:
+        retired, self._retired = self._retired, []
+        for loaded in retired:
+            _close(loaded)
 
     def close(self) -> None:
         """Release every loaded version (worker exit)."""
         with self._lock:
             models, self._models = self._models, {}
+            self._close_retired()
         for served in models.values():
             for loaded in served.versions.values():
                 _close(loaded)
@@ -258,6 +315,22 @@ def version_folders(base_path: str) -> dict[int, float]:
             except OSError:
                 continue
     return found
+
+
+def tree_stamp(folder: str) -> float:
+    """The latest modification time of *folder* and everything under it (0.0 if gone).
+
+    Writing or adding any file changes it, so a version that failed to load because it
+    was still being copied is tried again once the copy goes on.
+    """
+    latest = 0.0
+    for root, dirs, files in os.walk(folder):
+        for name in (root, *(os.path.join(root, f) for f in files)):
+            try:
+                latest = max(latest, os.stat(name).st_mtime)
+            except OSError:
+                continue
+    return latest
 
 
 MODEL_FILES = {
@@ -347,7 +420,11 @@ def _reason(exc: BaseException) -> str:
 
 
 def _close(loaded: LoadedVersion) -> None:
+    _close_predictor(loaded.predictor, loaded.name, loaded.version)
+
+
+def _close_predictor(predictor: Predictor, name: str, version: int) -> None:
     try:
-        loaded.predictor.close()
+        predictor.close()
     except Exception:
-        logger.exception("model %r version %d failed to close", loaded.name, loaded.version)
+        logger.exception("model %r version %d failed to close", name, version)
