@@ -25,9 +25,14 @@ timeout = int(os.environ.get("GUNICORN_TIMEOUT", "60"))
 graceful_timeout = 30
 #   keepalive - sync workers close idle connections after this many seconds.
 keepalive = 2
+#   control_socket_disable - gunicorn >= 24 opens one control socket per user by default;
+#       several servers on one host (or one per model set) would fight over it.
+control_socket_disable = True
 
 # Each worker sizes its native thread pools to its share of the cores.
 server.share_cores(workers)
+# Workers share one folder for server-wide state (grps online/offline, request metrics).
+server.share_state_dir()
 
 
 def on_starting(server_):

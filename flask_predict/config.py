@@ -32,6 +32,7 @@ DEFAULTS: dict[str, Any] = {
     "PREDICT_STATE_DIR": None,
     "PREDICT_SERVER_NAME": "flask-predict",
     "PREDICT_GPUS": None,
+    "PREDICT_WORKER_INDEX": None,
     "PREDICT_GRPS_DEFAULT_MODEL": None,
     "PREDICT_GRPS_START_ONLINE": True,
 }
@@ -58,6 +59,8 @@ class Settings:
     """Folder for state every worker of one server shares (grps online/offline, metrics)."""
     server_name: str
     gpus: tuple[int, ...] | None
+    worker_index: int | None
+    """This worker's index among its server's workers (set by gunicorn.conf.py)."""
     grps_default_model: str | None
     grps_start_online: bool
 
@@ -108,6 +111,8 @@ def read_settings(config: Mapping[str, Any]) -> Settings:
         state_dir=str(values["PREDICT_STATE_DIR"]) if values["PREDICT_STATE_DIR"] else None,
         server_name=str(values["PREDICT_SERVER_NAME"]),
         gpus=gpus,
+        worker_index=(None if values["PREDICT_WORKER_INDEX"] is None else
+                      _number(values, "PREDICT_WORKER_INDEX", int, minimum=0)),
         grps_default_model=values["PREDICT_GRPS_DEFAULT_MODEL"] or None,
         grps_start_online=_bool(values, "PREDICT_GRPS_START_ONLINE"),
     )

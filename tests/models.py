@@ -26,6 +26,8 @@ class EchoPredictor:
     def predict(self, instances, **kwargs):
         if kwargs.get("fail"):
             raise RuntimeError("asked to fail")
+        if kwargs.get("whoami"):
+            return [os.getpid() for _ in instances]
         return [{"instance": inst, "scaled": _scale(inst, self.scale), "kwargs": kwargs}
                 for inst in instances]
 
