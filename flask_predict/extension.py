@@ -13,6 +13,7 @@ from .config import Settings, read_settings
 from .plugins import check_predictor_class, load_predictor_class
 from .predictor import Predictor
 from .repository import ModelRepository
+from .watcher import Watcher
 
 logger = logging.getLogger(__name__)
 
@@ -27,6 +28,8 @@ class PredictState:
     repository: ModelRepository
     extras: dict[str, Any] = field(default_factory=dict)
     """Per-app objects owned by one protocol or feature (keyed by its module name)."""
+    watcher: Watcher | None = None
+    """Reloads models from disk in this worker; ``None`` when ``PREDICT_POLL_SECONDS`` is 0."""
 
 
 class FlaskPredict:
@@ -58,7 +61,12 @@ class FlaskPredict:
         runtime.limit_threads(settings.threads)
         repository = ModelRepository.load(settings.models, self.predictor_class)
         runtime.limit_loaded_pools(settings.threads)
-        app.extensions[EXTENSION_KEY] = PredictState(settings, repository)
+        state = PredictState(settings, repository)
+        if settings.poll_seconds > 0:
+            state.watcher = Watcher(repository, app.config.get("PREDICT_MODELS"),
+                                    settings.model_config_file, settings.poll_seconds,
+                                    settings.models)
+        app.extensions[EXTENSION_KEY] = state
 
         from .protocols import blueprint
 
@@ -66,6 +74,8 @@ class FlaskPredict:
             app.register_blueprint(blueprint(name), url_prefix=settings.url_prefix or None)
         logger.info("flask_predict: serving %s over %s", repository.names(),
                     list(settings.protocols))
+        if state.watcher is not None:
+            state.watcher.start()
 
 
 def get_state() -> PredictState:
@@ -75,7 +85,10 @@ def get_state() -> PredictState:
 
 
 def close_app(app: Flask) -> None:
-    """Release the models *app* loaded (gunicorn's ``worker_exit`` hook calls this)."""
+    """Stop reloading and release the models *app* loaded (gunicorn's ``worker_exit`` hook
+    calls this)."""
     state = app.extensions.get(EXTENSION_KEY)
     if state is not None:
+        if state.watcher is not None:
+            state.watcher.stop()
         state.repository.close()
