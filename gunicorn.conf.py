@@ -29,6 +29,17 @@ keepalive = 2
 #       several servers on one host (or one per model set) would fight over it.
 control_socket_disable = True
 
+#   logconfig_dict - flask_predict's own log lines (models loaded, failed requests) go to
+#       gunicorn's error log; LOG_LEVEL sets how much.
+logconfig_dict = {
+    "version": 1,
+    "disable_existing_loggers": False,
+    "loggers": {
+        "flask_predict": {"level": os.environ.get("LOG_LEVEL", "INFO").upper(),
+                          "handlers": ["error_console"], "propagate": False},
+    },
+}
+
 # Each worker sizes its native thread pools to its share of the cores.
 server.share_cores(workers)
 # Workers share one folder for server-wide state (grps online/offline, request metrics).

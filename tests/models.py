@@ -1,4 +1,8 @@
-"""Real models trained by the tests (never committed): scikit-learn, XGBoost, custom."""
+"""Real models trained by the tests (never committed): scikit-learn, XGBoost, custom.
+
+The scikit-learn and XGBoost trainers are the demo's own; the custom echo predictor is
+the tests' (it reports its keyword arguments, can fail on request and tells its pid).
+"""
 
 from __future__ import annotations
 
@@ -6,7 +10,9 @@ import os
 import textwrap
 from pathlib import Path
 
-import numpy as np
+from demo.make_models import train_iris, train_xgboost_missing
+
+__all__ = ["train_iris", "train_xgboost_missing", "make_custom", "model_config"]
 
 CUSTOM_PREDICTOR = '''
 """A custom prediction routine as AI Platform users write them."""
@@ -39,41 +45,6 @@ def _scale(value, factor):
         return [_scale(v, factor) for v in value]
     return value * factor
 '''
-
-
-def train_iris(base: Path, version: int = 1) -> Path:
-    """A LogisticRegression on iris, saved as ``model.joblib``; integer class labels."""
-    import joblib
-    from sklearn.datasets import load_iris
-    from sklearn.linear_model import LogisticRegression
-
-    x, y = load_iris(return_X_y=True)
-    folder = base / str(version)
-    folder.mkdir(parents=True)
-    joblib.dump(LogisticRegression(max_iter=1000).fit(x, y), folder / "model.joblib")
-    return base
-
-
-def train_xgboost_missing(base: Path, version: int = 1, fmt: str = "json") -> Path:
-    """A binary XGBoost Booster whose answer depends on whether feature 0 is *missing*:
-    rows with feature 0 missing are positive, rows with feature 0 present (even 0.0) are not.
-    """
-    import xgboost as xgb
-
-    rng = np.random.default_rng(0)
-    x = rng.normal(size=(600, 4))
-    y = (rng.random(600) < 0.5).astype(int)
-    x[y == 1, 0] = np.nan
-    x[y == 0, 0] = rng.normal(size=(y == 0).sum()) * 0.01
-    booster = xgb.train({"objective": "binary:logistic", "max_depth": 2, "nthread": 1},
-                        xgb.DMatrix(x, label=y, missing=np.nan), num_boost_round=10)
-    folder = base / str(version)
-    folder.mkdir(parents=True)
-    if fmt == "bst":  # what AI Platform calls model.bst: XGBoost's binary JSON
-        (folder / "model.bst").write_bytes(booster.save_raw("ubj"))
-    else:
-        booster.save_model(folder / f"model.{fmt}")
-    return base
 
 
 def make_custom(base: Path, version: int = 1, scale: float = 2.0) -> Path:
