@@ -14,7 +14,7 @@ from flask import Blueprint, Response, request
 from flask.typing import ResponseReturnValue
 
 from ... import codecs, service
-from ...errors import ModelNotFound
+from ...errors import InvalidInput, ModelNotFound
 from ...extension import get_state
 from .._http import json_error, read_body
 from . import wire
@@ -85,6 +85,8 @@ def infer(model: str, version: str | None = None) -> ResponseReturnValue:
     state = get_state()
     head, binary = wire.split_body(read_body(), request.headers.get(wire.HEADER_LENGTH))
     loaded = service.resolve(state, model, version)
+    if not head.strip():
+        raise InvalidInput("JSON Parse error: The document is empty")
     decoded = wire.decode_infer(codecs.loads(head), binary, model, str(loaded.version),
                                 loaded.metadata.signature)
     result = service.predict(state, decoded.request)

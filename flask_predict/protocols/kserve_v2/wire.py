@@ -14,7 +14,7 @@ from __future__ import annotations
 import base64
 import math
 import struct
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any, Mapping, Sequence
 
 import numpy as np
@@ -146,8 +146,9 @@ def decode_inputs(raw_inputs: list[Any], binary: bytes) -> dict[str, Tensor]:
         if not isinstance(datatype, str):
             raise InvalidInput(f"input {name!r}: missing 'datatype'")
         if datatype not in codecs.V2_TO_NUMPY:
-            raise InvalidInput(f"input {name!r}: unknown datatype {datatype!r}; expected one "
-                               f"of {sorted(codecs.V2_TO_NUMPY)}")
+            raise InvalidInput(f"input {name!r}: unknown datatype {datatype!r}; expected "
+                               "BOOL, UINT8..UINT64, INT8..INT64, FP16, FP32, FP64, BF16 or "
+                               "BYTES")
         shape = _shape(raw.get("shape"), name)
         size = _parameters(raw, f"input {name!r}").get("binary_data_size")
         if size is not None:
@@ -278,30 +279,32 @@ def _flag(parameters: Mapping[str, Any], key: str, where: str) -> bool:
 
 def fit_inputs(inputs: dict[str, Tensor], signature: Signature) -> dict[str, Tensor]:
     """Fit decoded inputs to the model: rename a single input, cast numbers losslessly."""
-    if len(signature.inputs) == 1 and len(inputs) == 1:
-        ((_, array),) = inputs.items()
-        inputs = {signature.inputs[0].name: array}
+    single = len(signature.inputs) == 1 and len(inputs) == 1
     fitted = {}
     for name, array in inputs.items():
-        spec = signature.input(name)
-        fitted[name] = array if spec is None else _cast(array, spec)
+        spec = signature.inputs[0] if single else signature.input(name)
+        if spec is None:
+            fitted[name] = array
+        else:  # errors name the input as the request does
+            fitted[spec.name] = _cast(array, replace(spec, name=name))
     return fitted
 
 
 def _cast(array: Tensor, spec: TensorSpec) -> Tensor:
     target = codecs.V2_TO_NUMPY.get(spec.datatype)
-    if target is None or target.kind == "O" or array.dtype == target:
+    if target is None or target.kind == "O":
         return array  # BYTES in metadata: the model takes any type (custom predictors)
     got = codecs.datatype_of(array)
     if array.dtype.kind == "O" or not np.can_cast(array.dtype, target, "same_kind"):
         raise InvalidInput(f"input {spec.name!r}: the model expects {spec.datatype}, "
                            f"got {got}")
+    codecs.check_shape(array, spec)
     if target.kind in "iu" and array.size and array.dtype.kind in "iu":
         info = np.iinfo(target)
         if array.min() < info.min or array.max() > info.max:
             raise InvalidInput(f"input {spec.name!r}: {got} value out of range for "
                                f"{spec.datatype}")
-    return array.astype(target)
+    return array if array.dtype == target else array.astype(target)
 
 
 # --- responses ------------------------------------------------------------------------------
