@@ -13,14 +13,25 @@ from .errors import ConfigError
 from .extension import close_app
 from .plugins import installed_names
 from .repository import version_folders
+from .shared_state import create_server_dir
 
 WORKER_INDEX_VARIABLE = "FLASK_PREDICT_WORKER_INDEX"
+STATE_DIR_VARIABLE = "FLASK_PREDICT_STATE_DIR"
 
 
 def share_cores(workers: int) -> None:
     """Tell each worker how many siblings it has, so its thread pools default to its share
     of the cores (``PREDICT_WORKERS``; an explicit ``FLASK_PREDICT_THREADS`` wins)."""
     os.environ.setdefault("FLASK_PREDICT_WORKERS", str(workers))
+
+
+def share_state_dir() -> str:
+    """Give every worker of this server one folder for shared state (grps online/offline,
+    metrics; see :mod:`flask_predict.shared_state`), unless ``FLASK_PREDICT_STATE_DIR`` is
+    set already. Called in the master; the folder is removed when the master exits."""
+    if not os.environ.get(STATE_DIR_VARIABLE):
+        os.environ[STATE_DIR_VARIABLE] = create_server_dir()
+    return os.environ[STATE_DIR_VARIABLE]
 
 
 def environ_config() -> Config:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import logging
+from collections.abc import Iterator
 from typing import Any, Mapping, Sequence
 
 import numpy as np
@@ -59,6 +60,44 @@ def predict_instances(loaded: LoadedVersion, instances: list[Any],
         raise PredictorFailed(f"model {loaded.name!r} returned {type(predictions).__name__}; "
                               "predict must return a list or a numpy array")
     return list(predictions)
+
+
+def predict_stream(loaded: LoadedVersion, instances: list[Any],
+                   kwargs: Mapping[str, Any]) -> Iterator[list[Any]]:
+    """Run the instances door of *loaded* for a streaming request, one message at a time.
+
+    A predictor streams by returning an iterator from ``predict`` (a generator, say): each
+    item it yields is one message holding that one prediction. A list answer is a single
+    message. ``predict`` is called at once; the items are produced as the caller iterates,
+    and a failure while producing one raises :class:`PredictorFailed`.
+    """
+    try:
+        result = loaded.predictor.predict(instances, **kwargs)
+    except PredictError:
+        raise
+    except Exception as exc:
+        raise PredictorFailed(f"model {loaded.name!r} failed to predict") from exc
+    if isinstance(result, np.ndarray):
+        result = result.tolist()
+    if isinstance(result, (list, tuple)):
+        return iter([list(result)])
+    if not isinstance(result, Iterator):
+        raise PredictorFailed(f"model {loaded.name!r} returned {type(result).__name__}; "
+                              "predict must return a list or an iterator")
+    return _streamed_items(loaded, result)
+
+
+def _streamed_items(loaded: LoadedVersion, items: Iterator[Any]) -> Iterator[list[Any]]:
+    while True:
+        try:
+            item = next(items)
+        except StopIteration:
+            return
+        except PredictError:
+            raise
+        except Exception as exc:
+            raise PredictorFailed(f"model {loaded.name!r} failed while streaming") from exc
+        yield [item]
 
 
 def classify(loaded: LoadedVersion, examples: Sequence[Example],

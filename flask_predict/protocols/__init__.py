@@ -8,6 +8,7 @@ from flask import Blueprint
 
 PROTOCOL_MODULES = {
     "aiplatform": "flask_predict.protocols.aiplatform",
+    "grps": "flask_predict.protocols.grps",
     "kserve_v2": "flask_predict.protocols.kserve_v2",
 }
 """``PREDICT_PROTOCOLS`` name -> module holding that protocol's blueprint ``bp``."""

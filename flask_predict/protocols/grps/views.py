@@ -1,0 +1,363 @@
+"""The grps routes under ``/grps/v1``: health, predict, metadata, monitor.
+
+https://github.com/NetEase-Media/grps/blob/master/docs/2_Interface.md
+
+Every answer is a ``GrpsMessage`` whose ``status`` envelope carries the HTTP status as its
+``code``; errors are ``{"status": {"code", "msg", "status": "FAILURE"}}``.
+"""
+
+from __future__ import annotations
+
+import html
+import time
+from dataclasses import dataclass
+from importlib.metadata import PackageNotFoundError, version as package_version
+from typing import Any, Iterator
+
+from flask import Blueprint, Response, request, stream_with_context
+from flask.blueprints import BlueprintSetupState
+from flask.typing import ResponseReturnValue
+
+from ... import codecs, service
+from ...errors import ConfigError, InvalidInput, ModelNotFound, PredictError
+from ...extension import EXTENSION_KEY, PredictState, get_state
+from ...repository import LoadedVersion, ServedModel
+from ...shared_state import LATENCY_BUCKETS_MS, MetricsSnapshot, RequestMetrics, SharedFlag, \
+    StateDir
+from ...types import InferenceRequest, Tensor
+from .._http import as_predict_error, json_response, read_body, read_json
+from . import wire
+
+bp = Blueprint("predict_grps", __name__)
+
+ROOT = "/grps/v1"
+STATE_KEY = "grps"
+BINARY_MIMETYPE = "application/octet-stream"
+EITHER = ["GET", "POST"]
+CDF_PERCENTS = (*range(10, 100, 10), *range(91, 100), 99.9, 99.99)
+
+
+@dataclass
+class GrpsState:
+    """The grps objects of one app; the flag and metrics are shared by every worker."""
+
+    state_dir: StateDir
+    online: SharedFlag
+    metrics: RequestMetrics
+    default_model: str | None
+
+
+@bp.record_once
+def _set_up(setup: BlueprintSetupState) -> None:
+    """Open the server's shared state and check the default model, once per app at boot."""
+    state: PredictState = setup.app.extensions[EXTENSION_KEY]
+    settings = state.settings
+    default = settings.grps_default_model
+    if default is not None:
+        try:
+            resolve_model(state, default)
+        except PredictError as exc:
+            raise ConfigError(f"PREDICT_GRPS_DEFAULT_MODEL: {exc.message}") from None
+    directory = StateDir(settings.state_dir)
+    state.extras[STATE_KEY] = GrpsState(
+        state_dir=directory,
+        online=directory.flag("grps_online", settings.grps_start_online),
+        metrics=directory.metrics("grps_metrics"),
+        default_model=default,
+    )
+
+
+def grps_state() -> GrpsState:
+    grps: GrpsState = get_state().extras[STATE_KEY]
+    return grps
+
+
+# --- health -----------------------------------------------------------------------------------
+
+def ok() -> Response:
+    return json_response({"status": wire.OK_STATUS})
+
+
+@bp.route(f"{ROOT}/health/online", methods=EITHER)
+def online() -> ResponseReturnValue:
+    grps_state().online.set(True)
+    return ok()
+
+
+@bp.route(f"{ROOT}/health/offline", methods=EITHER)
+def offline() -> ResponseReturnValue:
+    grps_state().online.set(False)
+    return ok()
+
+
+@bp.route(f"{ROOT}/health/live", methods=EITHER)
+def live() -> ResponseReturnValue:
+    return ok()
+
+
+@bp.route(f"{ROOT}/health/ready", methods=EITHER)
+def ready() -> ResponseReturnValue:
+    if grps_state().online.get() and get_state().repository.ready:
+        return ok()
+    return json_response(wire.error_body(503, "Service Unavailable"), 503)
+
+
+# --- predict ----------------------------------------------------------------------------------
+
+@bp.post(f"{ROOT}/infer/predict")
+def predict() -> ResponseReturnValue:
+    metrics = grps_state().metrics
+    started = time.perf_counter()
+    try:
+        response = _predict()
+    except Exception:
+        metrics.record(time.perf_counter() - started, failed=True)
+        raise
+    metrics.record(time.perf_counter() - started, failed=False)
+    return response
+
+
+def _predict() -> Response:
+    binary = _is_binary_body()
+    streaming = _query_flag("streaming")
+    return_ndarray = _query_flag("return-ndarray")
+    if streaming and return_ndarray:
+        raise InvalidInput("Streaming and ret ndarray are not supported at the same time.")
+    body = read_body()
+    if not body:
+        raise InvalidInput("The http body is empty.")
+    if binary:
+        message = wire.GrpsRequest("", "bin_data", body)
+    else:
+        message = wire.decode_message(codecs.loads(body))
+    state = get_state()
+    loaded = resolve_model(state, message.model or request.args.get("model") or
+                           _default_model(state))
+    if streaming:
+        return _stream(state, loaded, message)
+    if message.is_tensors:
+        return _answer("outputs", _predict_tensors(state, loaded, message), return_ndarray)
+    predictions = service.predict_instances(loaded, message.instances(), {})
+    return _answer(*wire.encode_predictions(predictions), return_ndarray)
+
+
+def _is_binary_body() -> bool:
+    if not request.content_type:
+        raise InvalidInput("No content type in headers.")
+    if request.mimetype == BINARY_MIMETYPE:
+        return True
+    if request.mimetype == "application/json":
+        return False
+    raise InvalidInput(f"Unsupported content type {request.content_type!r}: send "
+                       "application/json or application/octet-stream.")
+
+
+def _query_flag(name: str) -> bool:
+    return request.args.get(name, "").lower() == "true"
+
+
+def _predict_tensors(state: PredictState, loaded: LoadedVersion,
+                     message: wire.GrpsRequest) -> dict[str, Tensor]:
+    inputs = wire.bind_inputs(message.value, loaded.predictor.signature())
+    result = service.predict(state, InferenceRequest(model=loaded.name, inputs=inputs,
+                                                     version=str(loaded.version)))
+    return result.outputs
+
+
+def _answer(kind: str, value: Any, return_ndarray: bool) -> Response:
+    if return_ndarray:
+        if kind != "outputs":
+            raise InvalidInput("No float32 tensors in output. Cannot convert to ndarray.")
+        return json_response({"status": wire.OK_STATUS, "ndarray": wire.encode_ndarray(value)})
+    if kind == "bin_data":
+        return Response(value, mimetype=BINARY_MIMETYPE)
+    return json_response(_message(kind, value))
+
+
+def _message(kind: str, value: Any) -> dict[str, Any]:
+    if kind == "outputs":
+        return wire.message("gtensors", wire.encode_gtensors(value))
+    return wire.message(kind, value)
+
+
+def _stream(state: PredictState, loaded: LoadedVersion, message: wire.GrpsRequest) -> Response:
+    """One HTTP chunk per message: compact JSON and a newline, or raw bytes for bin_data.
+
+    The first message is computed before the response starts, so a model that fails at
+    once gets a proper error status; a later failure becomes a FAILURE message chunk.
+    """
+    items: Iterator[tuple[str, Any]]
+    if message.is_tensors:
+        items = iter([("outputs", _predict_tensors(state, loaded, message))])
+    else:
+        items = (wire.encode_predictions(predictions) for predictions in
+                 service.predict_stream(loaded, message.instances(), {}))
+    first = next(items, None)
+    return Response(stream_with_context(_chunks(first, items)), mimetype=BINARY_MIMETYPE)
+
+
+def _chunks(first: tuple[str, Any] | None, items: Iterator[tuple[str, Any]]) -> Iterator[bytes]:
+    if first is None:
+        return
+    yield _chunk(*first)
+    try:
+        for kind, value in items:
+            yield _chunk(kind, value)
+    except Exception as exc:
+        error = as_predict_error(exc)
+        yield codecs.dumps(wire.error_body(error.http_status, error.message)) + b"\n"
+
+
+def _chunk(kind: str, value: Any) -> bytes:
+    if kind == "bin_data":
+        data: bytes = value
+        return data
+    return codecs.dumps(_message(kind, value)) + b"\n"
+
+
+# --- models -----------------------------------------------------------------------------------
+
+def resolve_model(state: PredictState, model_id: str) -> LoadedVersion:
+    """The version a grps model id names: ``name`` (default version), ``name-<version>``
+    or ``name-<label>``."""
+    names = state.repository.names()
+    if model_id in names:
+        return service.resolve(state, model_id)
+    name, dash, version = model_id.rpartition("-")
+    if dash and name in names:
+        if version in state.repository.model(name).spec.labels:
+            return service.resolve(state, name, label=version)
+        if version.isdigit():
+            return service.resolve(state, name, version=version)
+    raise ModelNotFound(f"Model {model_id} not found.")
+
+
+def _default_model(state: PredictState) -> str:
+    default = grps_state().default_model
+    if default:
+        return default
+    names = state.repository.names()
+    if len(names) == 1:
+        return names[0]
+    raise InvalidInput(f"no model given: set \"model\" in the body or ?model= to one of "
+                       f"{names} (name or name-version), or configure "
+                       "PREDICT_GRPS_DEFAULT_MODEL")
+
+
+# --- metadata ---------------------------------------------------------------------------------
+
+@bp.route(f"{ROOT}/metadata/server", methods=EITHER)
+def server_metadata() -> ResponseReturnValue:
+    state = get_state()
+    try:
+        own_version = package_version("flask-predict")
+    except PackageNotFoundError:
+        own_version = "unknown"
+    text = wire.to_yaml({
+        "server": {"name": state.settings.server_name, "version": own_version,
+                   "protocols": list(state.settings.protocols),
+                   "default_model": grps_state().default_model},
+        "models": [describe_model(served) for served in state.repository.models()],
+    })
+    return json_response(wire.message("str_data", text))
+
+
+@bp.post(f"{ROOT}/metadata/model")
+def model_metadata() -> ResponseReturnValue:
+    body = read_json()
+    name = body.get("str_data") if isinstance(body, dict) else None
+    if not name or not isinstance(name, str):
+        raise InvalidInput("No model name.")
+    state = get_state()
+    try:
+        loaded = resolve_model(state, name)
+    except ModelNotFound:
+        raise ModelNotFound(f"Model not found: {name}")
+    text = wire.to_yaml(describe_model(state.repository.model(loaded.name), loaded))
+    return json_response(wire.message("str_data", text))
+
+
+def describe_model(served: ServedModel, loaded: LoadedVersion | None = None) -> dict[str, Any]:
+    """What metadata shows of a model: versions, platform, inputs and outputs."""
+    description: dict[str, Any] = {"name": served.name,
+                                   "versions": sorted(served.versions)}
+    if loaded is None and served.versions:
+        loaded = served.default()
+    if loaded is not None:
+        signature = loaded.metadata.signature
+        description.update({
+            "version": loaded.version,
+            "platform": loaded.metadata.platform,
+            "inputs": [_describe_tensor(spec.name, spec.datatype, spec.shape)
+                       for spec in signature.inputs],
+            "outputs": [_describe_tensor(spec.name, spec.datatype, spec.shape)
+                        for spec in signature.outputs],
+        })
+    return description
+
+
+def _describe_tensor(name: str, datatype: str, shape: tuple[int, ...] | None) -> dict[str, Any]:
+    return {"name": name, "dtype": wire.V2_TO_DTYPE.get(datatype, datatype),
+            "shape": list(shape) if shape is not None else None}
+
+
+# --- monitor ----------------------------------------------------------------------------------
+
+def metric_values(snapshot: MetricsSnapshot) -> dict[str, Any]:
+    """The metrics page's values, named as grps names its built-in metrics."""
+    return {
+        "*qps": round(snapshot.qps(), 3),
+        "*request_count": snapshot.requests,
+        "*fail_count": snapshot.failed,
+        "*fail_rate(%)": round(snapshot.fail_rate, 3),
+        "*latency_avg(ms)": round(snapshot.latency_avg_ms, 3),
+        "*latency_max(ms)": round(snapshot.latency_max_ms, 3),
+        "*latency_cdf(ms)": {f"p{p:g}": snapshot.latency_percentile_ms(p)
+                             for p in (50, 90, 99, 99.9)},
+        "workers": snapshot.workers,
+    }
+
+
+@bp.get(f"{ROOT}/monitor/metrics")
+def monitor_metrics() -> ResponseReturnValue:
+    values = metric_values(grps_state().metrics.snapshot())
+    wants = request.accept_mimetypes.best_match(["text/html", "application/json"])
+    if request.args.get("format") == "json" or wants == "application/json":
+        return json_response(values)
+    rows = "".join(f"<tr><th>{html.escape(name)}</th><td>{html.escape(str(value))}</td></tr>"
+                   for name, value in values.items())
+    page = (f"<!doctype html><html><head><title>grps metrics</title></head><body>"
+            f"<h1>{html.escape(get_state().settings.server_name)}: grps metrics</h1>"
+            f"<p>All workers of this server; QPS over the last 10 seconds. Trends: "
+            f"<code>{ROOT}/monitor/series?name=*qps</code>.</p>"
+            f"<table>{rows}</table></body></html>")
+    return Response(page, mimetype="text/html")
+
+
+@bp.get(f"{ROOT}/monitor/series")
+def monitor_series() -> ResponseReturnValue:
+    """One metric over the last minute (``trend``, one point per second) or the latency
+    distribution (``cdf``), as grps's ``monitor/series``."""
+    name = request.args.get("name", "")
+    snapshot = grps_state().metrics.snapshot()
+    if name == "*latency_cdf(ms)":
+        points = [[p, snapshot.latency_percentile_ms(p)] for p in CDF_PERCENTS]
+        return json_response({"label": "cdf", "data": points,
+                              "buckets_ms": [b for b in LATENCY_BUCKETS_MS if b != float("inf")]})
+    trend = {
+        "*qps": lambda row: row[1],
+        "*fail_rate(%)": lambda row: 100.0 * row[2] / row[1] if row[1] else 0.0,
+        "*latency_avg(ms)": lambda row: row[3] / row[1] if row[1] else 0.0,
+        "*latency_max(ms)": lambda row: row[4],
+    }.get(name)
+    if trend is None:
+        raise ModelNotFound(f"metric {name!r} not found; known: *qps, *fail_rate(%), "
+                            "*latency_avg(ms), *latency_max(ms), *latency_cdf(ms)")
+    data = [[i, trend(row)] for i, row in enumerate(snapshot.per_second)]
+    return json_response({"label": "trend", "data": data})
+
+
+@bp.errorhandler(Exception)
+def handle_error(exc: Exception) -> ResponseReturnValue:
+    error = as_predict_error(exc)
+    return json_response(wire.error_body(error.http_status, error.message), error.http_status)

@@ -1,0 +1,425 @@
+"""The grps ``GrpsMessage`` in JSON: decode requests, encode responses. No Flask here.
+
+The JSON is protobuf's JSON mapping of ``grps.protos.v1.GrpsMessage`` as grps prints it:
+snake_case field names, enums by name, int64 values as strings, bytes as base64, fields
+holding their default value left out. Requests may give enums as names or numbers and
+int64 values as numbers or strings.
+"""
+
+from __future__ import annotations
+
+import base64
+import binascii
+import math
+from dataclasses import dataclass
+from typing import Any, Mapping, Sequence
+
+import numpy as np
+
+from ... import codecs
+from ...errors import InvalidInput, PredictorFailed
+from ...types import Signature, Tensor
+
+OK_STATUS = {"code": 200, "msg": "OK", "status": "SUCCESS"}
+
+DTYPES: dict[str, tuple[int, str, str]] = {
+    "DT_UINT8": (1, "UINT8", "flat_uint8"),
+    "DT_INT8": (2, "INT8", "flat_int8"),
+    "DT_INT16": (3, "INT16", "flat_int16"),
+    "DT_INT32": (4, "INT32", "flat_int32"),
+    "DT_INT64": (5, "INT64", "flat_int64"),
+    "DT_FLOAT16": (6, "FP16", "flat_float16"),
+    "DT_FLOAT32": (7, "FP32", "flat_float32"),
+    "DT_FLOAT64": (8, "FP64", "flat_float64"),
+    "DT_STRING": (9, "BYTES", "flat_string"),
+}
+"""grps ``DataType`` name -> (enum number, V2 datatype, ``flat_*`` field)."""
+
+DTYPE_NAMES = {number: name for name, (number, _, _) in DTYPES.items()}
+V2_TO_DTYPE = {v2: name for name, (_, v2, _) in DTYPES.items()}
+V2_TO_DTYPE.update({"BOOL": "DT_UINT8", "UINT16": "DT_INT32", "UINT32": "DT_INT64",
+                    "UINT64": "DT_INT64", "BF16": "DT_FLOAT32"})
+"""V2 datatype -> the grps dtype that carries it (types grps lacks travel widened)."""
+
+FIELD_ALIASES = {"flat_float64": "flat_double"}
+"""grps's interface document writes ``flat_double``; it is read as ``flat_float64``."""
+
+GMAP_FIELDS = ("s_s", "s_b", "s_i32", "s_i64", "s_f", "s_d")
+PAYLOAD_FIELDS = ("str_data", "gtensors", "gmap")
+PROBABILITY_OUTPUTS = ("predict_proba", "probabilities")
+"""Classifier outputs sent first, as DT_FLOAT32, so that ``return-ndarray`` shows them."""
+
+_INT32 = (-(2 ** 31), 2 ** 31 - 1)
+_INT64 = (-(2 ** 63), 2 ** 63 - 1)
+_NON_FINITE = {"NaN": math.nan, "Infinity": math.inf, "-Infinity": -math.inf}
+
+
+@dataclass
+class GrpsRequest:
+    """A decoded request message: the model id it names and its one payload."""
+
+    model: str
+    """``name`` or ``name-version`` from the body; empty when the body names none."""
+    kind: str
+    """``str_data``, ``bin_data``, ``gtensors``, ``ndarray`` or ``gmap``."""
+    value: Any
+    """``str``, ``bytes``, ``list[tuple[name, array]]`` (tensors) or a gmap dict."""
+
+    @property
+    def is_tensors(self) -> bool:
+        return self.kind in ("gtensors", "ndarray")
+
+    def instances(self) -> list[Any]:
+        """What a custom predictor receives: one instance, the payload itself."""
+        return [self.value]
+
+
+# --- requests ---------------------------------------------------------------------------------
+
+def decode_message(body: Any) -> GrpsRequest:
+    """Decode a JSON ``GrpsMessage``, checking payload fields in grps's order."""
+    if not isinstance(body, dict):
+        raise InvalidInput("the request body must be a JSON object (a GrpsMessage)")
+    model = body.get("model") or ""
+    if not isinstance(model, str):
+        raise InvalidInput("'model' must be a string such as \"name-version\"")
+    present = [field for field in PAYLOAD_FIELDS if body.get(field)]
+    if len(present) > 1:
+        raise InvalidInput(f"only one payload field may be set, got {present}")
+    if present:
+        kind = present[0]
+        value = body[kind]
+        if kind == "str_data":
+            if not isinstance(value, str):
+                raise InvalidInput("'str_data' must be a string")
+            return GrpsRequest(model, kind, value)
+        if kind == "gtensors":
+            return GrpsRequest(model, kind, decode_gtensors(value))
+        return GrpsRequest(model, kind, decode_gmap(value))
+    if body.get("ndarray"):
+        return GrpsRequest(model, "ndarray",
+                           [("", codecs.to_array(body["ndarray"], "FP32", "ndarray"))])
+    if "bin_data" in body:
+        raise InvalidInput("bin_data should use application/octet-stream format.")
+    raise InvalidInput("No legal field in json: set one of str_data, gtensors, gmap or "
+                       "ndarray, or send bin_data as application/octet-stream.")
+
+
+def decode_gtensors(value: Any) -> list[tuple[str, Tensor]]:
+    """``{"tensors": [...]}`` as (name, array) pairs; names are all set or all empty."""
+    tensors = value.get("tensors") if isinstance(value, dict) else None
+    if not isinstance(tensors, list) or not tensors:
+        raise InvalidInput("'gtensors' must be {\"tensors\": [...]} with at least one tensor")
+    decoded = [decode_tensor(tensor, index) for index, tensor in enumerate(tensors)]
+    named = [bool(name) for name, _ in decoded]
+    if any(named) and not all(named):
+        raise InvalidInput("tensor names must be all set or all empty")
+    if all(named) and len({name for name, _ in decoded}) != len(decoded):
+        raise InvalidInput("tensor names must be unique")
+    return decoded
+
+
+def decode_tensor(tensor: Any, index: int) -> tuple[str, Tensor]:
+    """One ``GenericTensor``; only the ``flat_*`` field of its dtype is read."""
+    if not isinstance(tensor, dict):
+        raise InvalidInput(f"tensor {index} must be an object")
+    name = tensor.get("name") or ""
+    if not isinstance(name, str):
+        raise InvalidInput(f"tensor {index}: 'name' must be a string")
+    label = repr(name) if name else str(index)
+    dtype = _dtype_name(tensor.get("dtype"), label)
+    _, datatype, field = DTYPES[dtype]
+    shape = tensor.get("shape", [])
+    if not isinstance(shape, list) or not all(
+            isinstance(d, int) and not isinstance(d, bool) and d >= 0 for d in shape):
+        raise InvalidInput(f"tensor {label}: 'shape' must be a list of sizes (integers >= 0)")
+    flat = tensor.get(field)
+    if flat is None and field in FIELD_ALIASES:
+        flat = tensor.get(FIELD_ALIASES[field])
+    flat = [] if flat is None else flat
+    if not isinstance(flat, list):
+        raise InvalidInput(f"tensor {label}: '{field}' must be a list")
+    size = math.prod(shape)
+    if not flat and size:
+        raise InvalidInput(f"tensor {label}: {dtype} data is empty: '{field}' holds no values")
+    if len(flat) != size:
+        raise InvalidInput(f"tensor {label}: shape {shape} needs {size} values, got "
+                           f"{len(flat)} in '{field}'")
+    where = name or f"tensor {index}"
+    if datatype == "BYTES":
+        if not all(isinstance(v, str) for v in flat):
+            raise InvalidInput(f"tensor {label}: 'flat_string' must hold strings")
+        return name, codecs.to_array(flat, datatype, where).reshape(shape)
+    try:
+        array = codecs.to_array(flat, datatype, where)
+    except InvalidInput:
+        if not any(isinstance(v, str) for v in flat):
+            raise
+        array = codecs.to_array([_number(v, datatype, label) for v in flat], datatype, where)
+    return name, array.reshape(shape)
+
+
+def _dtype_name(value: Any, label: str) -> str:
+    if isinstance(value, int) and not isinstance(value, bool) and value in DTYPE_NAMES:
+        return DTYPE_NAMES[value]
+    if isinstance(value, str) and value in DTYPES:
+        return value
+    raise InvalidInput(f"tensor {label}: 'dtype' must be one of {list(DTYPES)} (or its "
+                       f"number 1-9), got {value!r}")
+
+
+def _number(value: Any, datatype: str, label: str) -> Any:
+    """A protobuf JSON number: numbers, or strings holding one (int64, ``"NaN"``)."""
+    if not isinstance(value, str):
+        return value
+    if datatype.startswith("FP") and value in _NON_FINITE:
+        return _NON_FINITE[value]
+    try:
+        return int(value) if not datatype.startswith("FP") else float(value)
+    except ValueError:
+        raise InvalidInput(f"tensor {label}: {value!r} is not a number")
+
+
+def decode_gmap(value: Any) -> dict[str, dict[str, Any]]:
+    """A ``GenericMapData``: its map fields, bytes decoded from base64, int64 as ``int``.
+
+    Unknown fields are ignored, as protobuf's parser does.
+    """
+    if not isinstance(value, dict):
+        raise InvalidInput("'gmap' must be an object")
+    decoded: dict[str, dict[str, Any]] = {}
+    for field in GMAP_FIELDS:
+        entries = value.get(field)
+        if entries is None:
+            continue
+        if not isinstance(entries, dict):
+            raise InvalidInput(f"gmap.{field} must be an object")
+        decoded[field] = {key: _map_value(field, key, v) for key, v in entries.items()}
+    return decoded
+
+
+def _map_value(field: str, key: str, value: Any) -> Any:
+    where = f"gmap.{field}[{key!r}]"
+    if field == "s_s":
+        if isinstance(value, str):
+            return value
+    elif field == "s_b":
+        if isinstance(value, str):
+            try:
+                return base64.b64decode(value, validate=True)
+            except (binascii.Error, ValueError):
+                raise InvalidInput(f"{where}: invalid base64 data")
+    elif field in ("s_i32", "s_i64"):
+        low, high = _INT32 if field == "s_i32" else _INT64
+        number = _integer(value)
+        if number is not None and low <= number <= high:
+            return number
+    else:
+        if isinstance(value, str) and value in _NON_FINITE:
+            return _NON_FINITE[value]
+        if isinstance(value, (int, float)) and not isinstance(value, bool):
+            return float(value)
+    raise InvalidInput(f"{where}: {value!r} is not a valid {field} value")
+
+
+def _integer(value: Any) -> int | None:
+    if isinstance(value, bool):
+        return None
+    if isinstance(value, int):
+        return value
+    if isinstance(value, float) and value.is_integer():
+        return int(value)
+    if isinstance(value, str):
+        try:
+            return int(value)
+        except ValueError:
+            return None
+    return None
+
+
+def bind_inputs(tensors: Sequence[tuple[str, Tensor]], signature: Signature) -> dict[str, Tensor]:
+    """Named tensors as they are; unnamed ones to the signature's inputs, in order."""
+    if tensors and tensors[0][0]:
+        return dict(tensors)
+    names = [spec.name for spec in signature.inputs]
+    if len(names) != len(tensors):
+        raise InvalidInput(f"the model takes {len(names)} input(s) {names}; got "
+                           f"{len(tensors)} unnamed tensor(s): name them")
+    return {name: array for name, (_, array) in zip(names, tensors)}
+
+
+# --- responses --------------------------------------------------------------------------------
+
+def error_body(code: int, message: str) -> dict[str, Any]:
+    return {"status": {"code": code, "msg": message, "status": "FAILURE"}}
+
+
+def message(kind: str, value: Any) -> dict[str, Any]:
+    """A successful response message with one payload (``bin_data`` as base64)."""
+    if kind == "bin_data":
+        value = base64.b64encode(value).decode("ascii")
+    return {"status": OK_STATUS, kind: value}
+
+
+def encode_gtensors(outputs: Mapping[str, Tensor]) -> dict[str, Any]:
+    """Model outputs as ``{"tensors": [...]}``; probabilities first, as DT_FLOAT32."""
+    names = sorted(outputs, key=lambda n: n not in PROBABILITY_OUTPUTS)
+    tensors = []
+    for name in names:
+        array = np.asarray(outputs[name])
+        if name in PROBABILITY_OUTPUTS and array.dtype.kind == "f":
+            array = array.astype(np.float32, copy=False)
+        tensors.append(encode_tensor(name, array))
+    return {"tensors": tensors}
+
+
+def encode_tensor(name: str, array: Tensor) -> dict[str, Any]:
+    """One ``GenericTensor``, default fields left out."""
+    dtype = V2_TO_DTYPE.get(codecs.datatype_of(array))
+    if dtype is None:
+        raise PredictorFailed(f"output {name!r}: dtype {array.dtype} has no grps DataType")
+    _, datatype, field = DTYPES[dtype]
+    tensor: dict[str, Any] = {}
+    if name:
+        tensor["name"] = name
+    tensor["dtype"] = dtype
+    if array.ndim:
+        tensor["shape"] = list(array.shape)
+    if array.size:
+        tensor[field] = _flat_values(array.reshape(-1), datatype, name)
+    return tensor
+
+
+def _flat_values(flat: Tensor, datatype: str, name: str) -> Any:
+    if datatype == "BYTES":
+        return [_text(v) for v in flat.tolist()]
+    if datatype == "INT64":
+        if flat.dtype == np.uint64 and flat.size and int(flat.max()) > _INT64[1]:
+            raise PredictorFailed(f"output {name!r}: value out of range for DT_INT64")
+        return [str(v) for v in flat.tolist()]
+    if datatype.startswith("FP"):
+        if datatype != "FP64":
+            flat = flat.astype(np.float32, copy=False)
+        if not np.isfinite(flat).all():  # protobuf JSON spells them as strings
+            return [v if math.isfinite(v) else _non_finite_text(v) for v in flat.tolist()]
+        return np.ascontiguousarray(flat)
+    if flat.dtype.kind == "b":
+        flat = flat.astype(np.uint8)
+    return flat.tolist()
+
+
+def _non_finite_text(value: float) -> str:
+    return "NaN" if math.isnan(value) else ("Infinity" if value > 0 else "-Infinity")
+
+
+def _text(value: Any) -> str:
+    if isinstance(value, bytes):
+        return value.decode("utf-8", errors="replace")
+    return str(value)
+
+
+def encode_ndarray(outputs: Mapping[str, Tensor]) -> Tensor:
+    """``?return-ndarray=true``: the first output (probabilities for a classifier) as a
+    float32 nested array; it must be a floating-point tensor."""
+    names = sorted(outputs, key=lambda n: n not in PROBABILITY_OUTPUTS)
+    if not names or np.asarray(outputs[names[0]]).dtype.kind != "f":
+        raise InvalidInput("No float32 tensors in output. Cannot convert to ndarray.")
+    return np.asarray(outputs[names[0]]).astype(np.float32, copy=False)
+
+
+def encode_predictions(predictions: Sequence[Any]) -> tuple[str, Any]:
+    """A custom predictor's predictions as a payload (kind, JSON value).
+
+    A single ``str`` is ``str_data``, a single ``bytes`` ``bin_data`` and a single dict of
+    gmap fields ``gmap``; anything else is one ``gtensors`` tensor ``predictions`` (numbers
+    stay numbers, other values become JSON text).
+    """
+    if len(predictions) == 1:
+        only = predictions[0]
+        if isinstance(only, str):
+            return "str_data", only
+        if isinstance(only, (bytes, bytearray)):
+            return "bin_data", bytes(only)
+        if is_gmap(only):
+            return "gmap", encode_gmap(only)
+    return "gtensors", encode_gtensors({"predictions": codecs.predictions_to_tensor(
+        list(predictions))})
+
+
+def is_gmap(value: Any) -> bool:
+    return (isinstance(value, dict) and bool(value)
+            and all(k in GMAP_FIELDS and isinstance(v, dict) for k, v in value.items()))
+
+
+def encode_gmap(gmap: Mapping[str, Mapping[str, Any]]) -> dict[str, Any]:
+    """A ``GenericMapData``: bytes as base64, int64 as strings, empty maps left out."""
+    encoded: dict[str, Any] = {}
+    for field in GMAP_FIELDS:
+        entries = gmap.get(field)
+        if not entries:
+            continue
+        try:
+            encoded[field] = {str(k): _encode_map_value(field, v) for k, v in entries.items()}
+        except (TypeError, ValueError):
+            raise PredictorFailed(f"the model returned a gmap whose {field} values are not "
+                                  "of that field's type")
+    return encoded
+
+
+def _encode_map_value(field: str, value: Any) -> Any:
+    if field == "s_s":
+        return value if isinstance(value, str) else _text(value)
+    if field == "s_b":
+        data = value.encode("utf-8") if isinstance(value, str) else bytes(value)
+        return base64.b64encode(data).decode("ascii")
+    if field == "s_i32":
+        return int(value)
+    if field == "s_i64":
+        return str(int(value))
+    number = float(value)
+    return number if math.isfinite(number) else _non_finite_text(number)
+
+
+# --- metadata text ----------------------------------------------------------------------------
+
+def to_yaml(value: Any, indent: int = 0) -> str:
+    """A small YAML writer for the metadata text (mappings, lists, scalars)."""
+    pad = "  " * indent
+    if isinstance(value, Mapping):
+        if not value:
+            return pad + "{}\n"
+        lines = []
+        for key, item in value.items():
+            if _is_block(item):
+                lines.append(f"{pad}{key}:\n{to_yaml(item, indent + 1)}")
+            else:
+                lines.append(f"{pad}{key}: {_scalar(item)}\n")
+        return "".join(lines)
+    if isinstance(value, (list, tuple)):
+        if not value:
+            return pad + "[]\n"
+        lines = []
+        for item in value:
+            if _is_block(item):
+                text = to_yaml(item, indent + 1)
+                lines.append(f"{pad}- {text.lstrip()}")
+            else:
+                lines.append(f"{pad}- {_scalar(item)}\n")
+        return "".join(lines)
+    return pad + _scalar(value) + "\n"
+
+
+def _is_block(value: Any) -> bool:
+    return isinstance(value, (Mapping, list, tuple)) and bool(value)
+
+
+def _scalar(value: Any) -> str:
+    if value is None:
+        return "null"
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, (int, float)):
+        return repr(value)
+    if isinstance(value, (Mapping, list, tuple)):
+        return "{}" if isinstance(value, Mapping) else "[]"
+    return codecs.dumps(str(value)).decode()
