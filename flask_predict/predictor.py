@@ -8,9 +8,9 @@ from typing import Any, ClassVar, Mapping, Sequence
 import numpy as np
 
 from . import codecs
-from .errors import InvalidInput
-from .types import (DEFAULT_SIGNATURE, InferenceRequest, ModelMetadata, Signature, Tensor,
-                    TensorSpec)
+from .errors import FailedPrecondition, InvalidInput
+from .types import (DEFAULT_SIGNATURE, Classification, Example, InferenceRequest, ModelMetadata,
+                    Signature, Tensor, TensorSpec)
 
 
 class Predictor(abc.ABC):

@@ -224,7 +224,7 @@ class ModelRepository:
             # a version that failed is tried again once something in its folder changes
             status = statuses.get(version)
             return not (status and status.error and status.stamp == tree_stamp(
-                os.path.join(spec.base_path, str(version))))
+                version_path(spec.base_path, version)))
 
         candidates = [v for v in on_disk if v in versions or usable(v)]
         wanted = set(spec.version_policy.choose(candidates)) | (pinned & set(candidates))
@@ -234,7 +234,7 @@ class ModelRepository:
                 statuses[version] = VersionStatus(version, "LOADING", stamp=on_disk[version])
             self._publish(ServedModel(spec, dict(versions), dict(statuses)))
         for version in to_load:
-            stamp = tree_stamp(os.path.join(spec.base_path, str(version)))
+            stamp = tree_stamp(version_path(spec.base_path, version))
             loaded = self._load_version(spec, version, stamp, strict, statuses)
             if loaded is not None:
                 versions[version] = loaded
@@ -258,7 +258,7 @@ class ModelRepository:
                       statuses: dict[int, VersionStatus]) -> LoadedVersion | None:
         from .warmup import warm_up
 
-        path = os.path.join(spec.base_path, str(version))
+        path = version_path(spec.base_path, version)
         start = time.perf_counter()
         predictor = None
         try:
@@ -298,6 +298,22 @@ class ModelRepository:
         for served in models.values():
             for loaded in served.versions.values():
                 _close(loaded)
+
+
+def version_path(base_path: str, version: int) -> str:
+    """The folder of *version*, named as on disk: TF Serving's exports pad the number
+    (``00000123`` is version 123)."""
+    plain = os.path.join(base_path, str(version))
+    if os.path.isdir(plain):
+        return plain
+    try:
+        names = os.listdir(base_path)
+    except OSError:
+        return plain
+    for name in names:
+        if name.isdigit() and name.isascii() and int(name) == version:
+            return os.path.join(base_path, name)
+    return plain
 
 
 def version_folders(base_path: str) -> dict[int, float]:

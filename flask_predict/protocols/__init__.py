@@ -10,6 +10,7 @@ PROTOCOL_MODULES = {
     "aiplatform": "flask_predict.protocols.aiplatform",
     "grps": "flask_predict.protocols.grps",
     "kserve_v2": "flask_predict.protocols.kserve_v2",
+    "tfserving": "flask_predict.protocols.tfserving",
 }
 """``PREDICT_PROTOCOLS`` name -> module holding that protocol's blueprint ``bp``."""
 

@@ -239,4 +239,8 @@ def _text(sig: meta_graph_pb2.SignatureDef) -> str:
 
 
 def _first_line(message: str) -> str:
-    return message.strip().splitlines()[0] if message.strip() else "TensorFlow error"
+    """The line of a TensorFlow error that says what went wrong (not where)."""
+    lines = [line.strip() for line in message.splitlines() if line.strip()]
+    useful = [line for line in lines if not line.startswith(("[[", "Graph execution error",
+                                                              "Detected at node", "Node:"))]
+    return (useful or lines or ["TensorFlow error"])[0]

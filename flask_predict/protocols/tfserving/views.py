@@ -1,0 +1,168 @@
+"""The TF Serving REST routes: status, metadata, predict, classify, regress.
+
+Every route has the ``/versions/<n>`` and ``/labels/<label>`` forms. Errors answer
+``{"error": "<message>"}`` with TF Serving's status codes; any other ``/v1/models`` URL or
+method is TF Serving's 400 ``Malformed request``.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Callable
+
+from flask import Blueprint, request
+from flask.typing import ResponseReturnValue
+
+from ... import service
+from ...errors import InvalidInput, ModelNotFound, ModelNotReady
+from ...extension import get_state
+from ...repository import LoadedVersion
+from ...types import InferenceRequest
+from .._http import json_error, json_response, read_json
+from . import wire
+
+bp = Blueprint("predict_tfserving", __name__)
+
+ALL_METHODS = ["GET", "POST", "PUT", "PATCH", "DELETE", "HEAD", "OPTIONS"]
+VERSION_FORMS = ("", "/versions/<version>", "/labels/<label>")
+INT64_MAX = 2**63 - 1
+
+
+def parse_version(version: str | None) -> int | None:
+    """A URL version: digits only (else the URL is malformed), within int64."""
+    if version is None:
+        return None
+    if not (version.isdigit() and version.isascii()):
+        raise malformed()
+    number = int(version)
+    if number > INT64_MAX:
+        raise InvalidInput(f"Failed to convert version: {version} to numeric.")
+    return number
+
+
+def resolve(model: str, version: str | None, label: str | None) -> LoadedVersion:
+    """The version a request names, with TF Serving's texts for what is not served."""
+    number = parse_version(version)
+    try:
+        return service.resolve(get_state(), model, number, label)
+    except (ModelNotFound, ModelNotReady) as exc:
+        if label is not None and isinstance(exc, ModelNotFound) and "label" in exc.message:
+            raise
+        wanted = f"Specific({model}, {number})" if number is not None else f"Latest({model})"
+        raise ModelNotFound(f"Servable not found for request: {wanted}") from exc
+
+
+def malformed() -> InvalidInput:
+    return InvalidInput(f"Malformed request: {request.method} {request.full_path.rstrip('?')}")
+
+
+# --- GET ------------------------------------------------------------------------------------
+
+def model_status(model: str, version: str | None = None,
+                 label: str | None = None) -> ResponseReturnValue:
+    """Every version's state; a label is ignored, as in TF Serving."""
+    if ":" in model:
+        raise malformed()
+    number = parse_version(version)
+    try:
+        served = get_state().repository.model(model)
+    except ModelNotFound:
+        raise ModelNotFound(f"Could not find any versions of model {model}")
+    return json_response(wire.encode_status(served, number))
+
+
+def model_metadata(model: str, version: str | None = None,
+                   label: str | None = None) -> ResponseReturnValue:
+    return json_response(wire.encode_metadata(resolve(model, version, label)))
+
+
+# --- POST -----------------------------------------------------------------------------------
+
+def predict(model: str, version: str | None = None,
+            label: str | None = None) -> ResponseReturnValue:
+    body = wire.check_body(read_json())
+    loaded = resolve(model, version, label)
+    if uses_instances_door(loaded):
+        return json_response(predict_instances(loaded, body))
+    name = wire.signature_name(body) or loaded.metadata.default_signature
+    signature = loaded.metadata.signatures.get(name)
+    if signature is None:
+        raise InvalidInput(f'Serving signature name: "{name}" not found in signature def')
+    inputs, row_format = wire.decode_predict(body, signature, name)
+    result = service.predict(get_state(), InferenceRequest(
+        model=loaded.name, inputs=inputs, version=str(loaded.version), signature=name))
+    return json_response(wire.encode_predict(result.outputs, row_format))
+
+
+def uses_instances_door(loaded: LoadedVersion) -> bool:
+    """A custom predictor that only has AI Platform's ``predict(instances)``."""
+    meta = loaded.metadata
+    inputs = meta.signature.inputs if meta.default_signature in meta.signatures else ()
+    return (meta.platform == "custom" and len(inputs) == 1
+            and inputs[0].name == "instances" and inputs[0].shape is None)
+
+
+def predict_instances(loaded: LoadedVersion, body: dict[str, Any]) -> dict[str, Any]:
+    """Row and columnar bodies of a custom predictor: the JSON list goes in as instances."""
+    if "instances" in body and "inputs" in body:
+        wire.decode_predict(body, loaded.metadata.signature, "")  # raises TF's message
+    key = "instances" if "instances" in body else "inputs"
+    if key not in body:
+        raise InvalidInput("Missing 'inputs' or 'instances' key")
+    instances = body[key]
+    if not isinstance(instances, list) or not instances:
+        raise InvalidInput(f"JSON Value: {wire._short(instances)} Excepting '{key}' to be a "
+                           "non-empty list/array")
+    kwargs = {k: v for k, v in body.items() if k != key}
+    predictions = service.predict_instances(loaded, instances, kwargs)
+    return {"predictions" if key == "instances" else "outputs": predictions}
+
+
+def classify(model: str, version: str | None = None,
+             label: str | None = None) -> ResponseReturnValue:
+    body = wire.check_body(read_json())
+    examples = wire.decode_examples(body)
+    loaded = resolve(model, version, label)
+    result = service.classify(loaded, examples, wire.signature_name(body))
+    return json_response(wire.encode_classify(result, len(examples)))
+
+
+def regress(model: str, version: str | None = None,
+            label: str | None = None) -> ResponseReturnValue:
+    body = wire.check_body(read_json())
+    examples = wire.decode_examples(body)
+    loaded = resolve(model, version, label)
+    values = service.regress(loaded, examples, wire.signature_name(body))
+    return json_response(wire.encode_regress(values, len(examples)))
+
+
+# --- routes ---------------------------------------------------------------------------------
+
+def _route(suffix: str, view: Callable[..., ResponseReturnValue], method: str) -> None:
+    for form in VERSION_FORMS:
+        rule = f"/v1/models/<model>{form}{suffix}"
+        endpoint = f"{view.__name__}{form.split('/')[1] if form else ''}"
+        bp.add_url_rule(rule, endpoint, view, methods=[method])
+
+
+_route("", model_status, "GET")
+_route("/metadata", model_metadata, "GET")
+_route(":predict", predict, "POST")
+_route(":classify", classify, "POST")
+_route(":regress", regress, "POST")
+
+
+@bp.route("/v1/models", methods=ALL_METHODS)
+def missing_model() -> ResponseReturnValue:
+    if request.method == "GET":
+        raise InvalidInput("Missing model name in request.")
+    raise malformed()
+
+
+@bp.route("/v1/models/<path:rest>", methods=ALL_METHODS)
+def unknown_path(rest: str) -> ResponseReturnValue:
+    raise malformed()
+
+
+@bp.errorhandler(Exception)
+def handle_error(exc: Exception) -> ResponseReturnValue:
+    return json_error(exc)
