@@ -1,0 +1,79 @@
+"""service: the only caller of predictor methods; failures are wrapped, never leaked."""
+
+from __future__ import annotations
+
+from typing import Any, Mapping, Sequence
+
+import numpy as np
+import pytest
+from flask import Flask
+
+from flask_predict import FlaskPredict, InvalidInput, Predictor, PredictorFailed, service
+from flask_predict.extension import PredictState
+from flask_predict.types import InferenceRequest, Tensor
+
+
+class Fragile(Predictor):
+    """Fails in the ways real predictors do."""
+
+    @classmethod
+    def from_path(cls, model_dir: str, **options: Any) -> Fragile:
+        return cls()
+
+    def predict(self, instances: list[Any], **kwargs: Any) -> Any:
+        mode = kwargs.get("mode")
+        if mode == "raise":
+            raise ZeroDivisionError("boom")
+        if mode == "invalid":
+            raise InvalidInput("bad instance 0")
+        if mode == "not_a_list":
+            return {"a": 1}
+        if mode == "array":
+            return np.array(instances) * 2
+        return instances
+
+    def predict_tensors(self, inputs: Mapping[str, Tensor], outputs: Sequence[str] | None = None,
+                        signature: str | None = None) -> dict[str, Tensor]:
+        (x,) = inputs.values()
+        if x.size and x.flat[0] < 0:
+            return [1, 2]  # type: ignore[return-value]  # a broken plugin
+        return {"predictions": x * 2}
+
+
+@pytest.fixture(scope="module")
+def state(tmp_path_factory: pytest.TempPathFactory) -> PredictState:
+    base = tmp_path_factory.mktemp("fragile")
+    (base / "4").mkdir()
+    predict = FlaskPredict()
+    predict.register_predictor("fragile", Fragile)
+    app = Flask("service")
+    app.config["PREDICT_MODELS"] = {"f": {"base_path": str(base), "predictor": "fragile"}}
+    app.config["PREDICT_POLL_SECONDS"] = 0
+    predict.init_app(app)
+    state: PredictState = app.extensions["predict"]
+    return state
+
+
+def test_instances_door(state: PredictState) -> None:
+    loaded = service.resolve(state, "f")
+    assert loaded.version == 4
+    assert service.predict_instances(loaded, [1, 2], {}) == [1, 2]
+    assert service.predict_instances(loaded, [1, 2], {"mode": "array"}) == [2, 4]
+
+
+def test_predictor_exceptions_are_wrapped_with_the_cause(state: PredictState) -> None:
+    loaded = service.resolve(state, "f")
+    with pytest.raises(PredictorFailed, match="model 'f' failed to predict") as info:
+        service.predict_instances(loaded, [1], {"mode": "raise"})
+    assert isinstance(info.value.__cause__, ZeroDivisionError)
+    with pytest.raises(InvalidInput, match="bad instance 0"):
+        service.predict_instances(loaded, [1], {"mode": "invalid"})
+    with pytest.raises(PredictorFailed, match="not_a_list|dict"):
+        service.predict_instances(loaded, [1], {"mode": "not_a_list"})
+
+
+def test_tensor_door(state: PredictState) -> None:
+    response = service.predict(state, InferenceRequest("f", {"x": np.array([1.0, 2.0])}))
+    assert response.version == 4 and response.outputs["predictions"].tolist() == [2.0, 4.0]
+    with pytest.raises(PredictorFailed, match="not a mapping of arrays"):
+        service.predict(state, InferenceRequest("f", {"x": np.array([-1.0])}))
