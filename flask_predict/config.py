@@ -134,7 +134,8 @@ def load_models(models: Any, config_file: str | os.PathLike[str] | None) -> tupl
 
 
 def read_model_config_file(path: str | os.PathLike[str]) -> list[ModelSpec]:
-    """Read a model config file in our JSON format."""
+    """Read a model config file: our JSON format, or TF Serving's text-format
+    ``model_config_list`` (see :mod:`flask_predict.tfserving_config`)."""
     file = Path(path)
     try:
         text = file.read_text(encoding="utf-8")
@@ -147,7 +148,12 @@ def read_model_config_file(path: str | os.PathLike[str]) -> list[ModelSpec]:
         except ValueError as exc:
             raise ConfigError(f"{origin} is not valid JSON: {exc}")
     else:
-        raise ConfigError(f"{origin} is not JSON")
+        from .tfserving_config import parse_model_config_list
+
+        try:
+            models = parse_model_config_list(text)
+        except ConfigError as exc:
+            raise ConfigError(f"{origin}: {exc.message}") from exc
     if isinstance(models, Mapping) and "models" in models:
         models = models["models"]
     return parse_models(models, base_dir=file.parent, origin=origin)
