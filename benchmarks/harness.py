@@ -1,0 +1,281 @@
+"""Reusable benchmark pieces: start a server, load it with ``wrk``, compare servers.
+
+A benchmark describes :class:`Server` commands and :class:`Scenario` bodies, then calls
+:func:`run_rounds`, which starts each server on a free ``127.0.0.1`` port, checks that it
+answers the scenario correctly, warms it up, measures it with ``wrk`` and stops it, for
+several rounds. :func:`ratio_table` prints the medians as ratios against a named baseline
+measured in the same run, so a noisy machine moves all servers together.
+
+``wrk`` (Debian package ``wrk``) must be on ``PATH``; :func:`require_wrk` says so.
+"""
+
+from __future__ import annotations
+
+import http.client
+import os
+import re
+import shutil
+import signal
+import socket
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Callable, Iterator, Mapping, Sequence
+
+Check = Callable[["Scenario", bytes], None]
+"""Raises ``AssertionError`` when a response body is not the expected answer."""
+
+
+@dataclass(frozen=True)
+class Scenario:
+    """One kind of request: a POST body read from a file, sent at *connections*."""
+
+    name: str
+    model: str
+    body_file: Path
+    connections: int = 16
+    rows: int = 1
+
+
+@dataclass(frozen=True)
+class Server:
+    """A server command; ``{port}`` in its arguments and environment values is replaced.
+
+    *path* is the URL path template for a scenario (``{model}`` is replaced); *ready_path*
+    is polled with GET until the server answers at all; *check* validates one response.
+    """
+
+    name: str
+    command: Sequence[str]
+    path: str
+    env: Mapping[str, str] = field(default_factory=dict)
+    cwd: Path | None = None
+    ready_path: str = "/"
+    check: Check | None = None
+    models: frozenset[str] | None = None  # None: serves every scenario's model
+
+    def serves(self, scenario: Scenario) -> bool:
+        return self.models is None or scenario.model in self.models
+
+
+@dataclass(frozen=True)
+class Result:
+    """One ``wrk`` run."""
+
+    server: str
+    scenario: str
+    round: int
+    requests_per_s: float
+    latency_ms_mean: float
+    latency_ms_p99: float
+    errors: int
+
+
+def require_wrk() -> str:
+    """The path of ``wrk``; exit with install instructions when it is missing."""
+    path = shutil.which("wrk")
+    if path is None:
+        sys.exit("benchmarks need the load generator wrk: apt-get install wrk")
+    version = subprocess.run([path, "--version"], capture_output=True, text=True).stdout
+    print(f"load generator: {version.splitlines()[0] if version else path}", flush=True)
+    return path
+
+
+def free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
+@contextmanager
+def started(server: Server, timeout: float = 120.0, log_dir: Path | None = None
+            ) -> Iterator[int]:
+    """Start *server* on a free port, wait until it answers, yield the port, stop it."""
+    port = free_port()
+    command = [arg.replace("{port}", str(port)) for arg in server.command]
+    env = {**os.environ, **{k: v.replace("{port}", str(port)) for k, v in server.env.items()}}
+    log_dir = log_dir or Path(tempfile.gettempdir())
+    log_path = log_dir / f"{server.name}.log"
+    with open(log_path, "wb") as log:
+        process = subprocess.Popen(command, env=env, cwd=server.cwd, stdout=log,
+                                   stderr=subprocess.STDOUT, start_new_session=True)
+    try:
+        wait_until_answering(port, server.ready_path, process, timeout, log_path)
+        yield port
+    finally:
+        stop(process)
+
+
+def wait_until_answering(port: int, path: str, process: subprocess.Popen[bytes],
+                         timeout: float, log_path: Path) -> None:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if process.poll() is not None:
+            tail = log_path.read_text(errors="replace")[-12000:]
+            raise RuntimeError(f"server exited with {process.returncode}:\n{tail}")
+        try:
+            conn = http.client.HTTPConnection("127.0.0.1", port, timeout=5)
+            conn.request("GET", path)
+            conn.getresponse().read()
+            conn.close()
+            return
+        except OSError:
+            time.sleep(0.2)
+    raise RuntimeError(f"server did not answer within {timeout:.0f}s; see {log_path}")
+
+
+def stop(process: subprocess.Popen[bytes]) -> None:
+    """SIGTERM the server's process group, then SIGKILL it if it lingers."""
+    try:
+        os.killpg(process.pid, signal.SIGTERM)
+        process.wait(timeout=20)
+    except ProcessLookupError:
+        return
+    except subprocess.TimeoutExpired:
+        os.killpg(process.pid, signal.SIGKILL)
+        process.wait()
+
+
+def post(port: int, path: str, body: bytes) -> tuple[int, bytes]:
+    conn = http.client.HTTPConnection("127.0.0.1", port, timeout=60)
+    conn.request("POST", path, body=body, headers={"Content-Type": "application/json"})
+    response = conn.getresponse()
+    data = response.read()
+    conn.close()
+    return response.status, data
+
+
+WRK_SCRIPT = """\
+wrk.method = "POST"
+wrk.headers["Content-Type"] = "application/json"
+local f = assert(io.open("{body}", "rb"))
+wrk.body = f:read("*a")
+f:close()
+
+done = function(summary, latency, requests)
+  local e = summary.errors
+  io.write(string.format("RESULT %d %d %.3f %.3f %d\\n", summary.requests, summary.duration,
+    latency.mean / 1000, latency:percentile(99) / 1000,
+    e.connect + e.read + e.write + e.status + e.timeout))
+end
+"""
+
+RESULT_LINE = re.compile(r"^RESULT (\d+) (\d+) ([\d.]+) ([\d.]+) (\d+)$", re.M)
+
+
+def run_wrk(url: str, body_file: Path, connections: int, seconds: float,
+            threads: int = 2) -> tuple[float, float, float, int]:
+    """Load *url* with POSTs of *body_file*; return (requests/s, mean ms, p99 ms, errors).
+
+    Errors count failed connections and non-2xx/3xx answers.
+    """
+    with tempfile.NamedTemporaryFile("w", suffix=".lua", delete=False) as script:
+        script.write(WRK_SCRIPT.replace("{body}", str(body_file.resolve())))
+    try:
+        out = subprocess.run(
+            ["wrk", f"-t{min(threads, connections)}", f"-c{connections}",
+             f"-d{max(1, round(seconds))}s", "--timeout", "30s", "-s", script.name, url],
+            capture_output=True, text=True, check=True).stdout
+    finally:
+        os.unlink(script.name)
+    match = RESULT_LINE.search(out)
+    if match is None:
+        raise RuntimeError(f"could not read wrk's output:\n{out}")
+    requests, duration_us = int(match[1]), int(match[2])
+    return (requests / (duration_us / 1e6), float(match[3]), float(match[4]), int(match[5]))
+
+
+def measure(server: Server, scenarios: Sequence[Scenario], round_: int, seconds: float,
+            warmup: float = 1.0, log_dir: Path | None = None) -> list[Result]:
+    """Start *server* once and run every scenario it serves against it."""
+    results = []
+    with started(server, log_dir=log_dir) as port:
+        for scenario in scenarios:
+            if not server.serves(scenario):
+                continue
+            path = server.path.replace("{model}", scenario.model)
+            status, answer = post(port, path, scenario.body_file.read_bytes())
+            if status != 200:
+                raise RuntimeError(f"{server.name} {scenario.name}: HTTP {status}: "
+                                   f"{answer[:300]!r}")
+            if server.check is not None:
+                server.check(scenario, answer)
+            url = f"http://127.0.0.1:{port}{path}"
+            run_wrk(url, scenario.body_file, scenario.connections, warmup)
+            rps, mean, p99, errors = run_wrk(url, scenario.body_file, scenario.connections,
+                                             seconds)
+            result = Result(server.name, scenario.name, round_, rps, mean, p99, errors)
+            results.append(result)
+            print(f"  round {round_} {server.name:<14} {scenario.name:<16} {rps:9.1f} req/s"
+                  f"  mean {mean:7.1f} ms  p99 {p99:7.1f} ms"
+                  + (f"  ERRORS {errors}" if errors else ""), flush=True)
+    return results
+
+
+def run_rounds(servers: Sequence[Server], scenarios: Sequence[Scenario], rounds: int = 3,
+               seconds: float = 5.0, log_dir: Path | None = None) -> list[Result]:
+    """Every server over every scenario, *rounds* times, servers interleaved per round."""
+    results: list[Result] = []
+    for round_ in range(1, rounds + 1):
+        for server in servers:
+            results += measure(server, scenarios, round_, seconds, log_dir=log_dir)
+    return results
+
+
+def medians(results: Sequence[Result]) -> dict[tuple[str, str], float]:
+    """Median requests/s per (server, scenario) over the rounds."""
+    grouped: dict[tuple[str, str], list[float]] = {}
+    for r in results:
+        grouped.setdefault((r.server, r.scenario), []).append(r.requests_per_s)
+    return {key: statistics.median(values) for key, values in grouped.items()}
+
+
+def spread(results: Sequence[Result], server: str, scenario: str) -> tuple[float, float]:
+    values = [r.requests_per_s for r in results if (r.server, r.scenario) == (server, scenario)]
+    return min(values), max(values)
+
+
+def ratio_table(results: Sequence[Result], baseline: str,
+                servers: Sequence[str] | None = None) -> str:
+    """A Markdown table: one row per scenario, each server's median requests/s as a ratio
+    of *baseline*'s in the same scenario (the baseline's own requests/s in its column)."""
+    med = medians(results)
+    scenarios = list(dict.fromkeys(r.scenario for r in results))
+    names = list(servers or dict.fromkeys(r.server for r in results))
+    lines = ["| scenario | " + " | ".join(
+                 f"{name} (req/s)" if name == baseline else f"{name} / {baseline}"
+                 for name in names) + " |",
+             "|---" * (len(names) + 1) + "|"]
+    for scenario in scenarios:
+        base = med.get((baseline, scenario))
+        cells = []
+        for name in names:
+            value = med.get((name, scenario))
+            if value is None:
+                cells.append("")
+            elif name == baseline:
+                cells.append(f"{value:.0f}")
+            elif base:
+                cells.append(f"{value / base:.2f}x")
+            else:
+                cells.append("")
+        lines.append(f"| {scenario} | " + " | ".join(cells) + " |")
+    return "\n".join(lines)
+
+
+def raw_table(results: Sequence[Result]) -> str:
+    """A Markdown table of every server's median requests/s with its min-max over rounds."""
+    med = medians(results)
+    lines = ["| server | scenario | median req/s | min-max | rounds | errors |",
+             "|---|---|---|---|---|---|"]
+    for (server, scenario), value in med.items():
+        low, high = spread(results, server, scenario)
+        runs = [r for r in results if (r.server, r.scenario) == (server, scenario)]
+        lines.append(f"| {server} | {scenario} | {value:.1f} | {low:.1f}-{high:.1f} | "
+                     f"{len(runs)} | {sum(r.errors for r in runs)} |")
+    return "\n".join(lines)
