@@ -92,8 +92,8 @@ def dumps(obj: Any) -> bytes:
             return fast
     except TypeError:
         pass
-    return simplejson.dumps(obj, default=_plain, allow_nan=True,
-                            separators=(",", ":")).encode()
+    text: str = simplejson.dumps(obj, default=_plain, allow_nan=True, separators=(",", ":"))
+    return text.encode()
 
 
 def dumps_strict(obj: Any) -> bytes:
@@ -380,7 +380,8 @@ def predictions_to_tensor(predictions: Sequence[Any]) -> Tensor:
     if array.dtype.kind in "biuf":
         return array
     if array.dtype.kind == "U":
-        return np.frompyfunc(lambda s: s.encode("utf-8"), 1, 1)(array).astype(object)
+        encoded: Tensor = np.frompyfunc(lambda s: s.encode("utf-8"), 1, 1)(array)
+        return encoded.astype(object)
     out = np.empty(len(predictions), dtype=object)
     out[:] = [dumps(p) for p in predictions]
     return out

@@ -63,7 +63,7 @@ class CustomPredictor(Predictor):
             close()
 
 
-def load_user_class(name: str, model_dir: str) -> type:
+def load_user_class(name: str, model_dir: str) -> Any:
     """Import the class *name* (``module.Class`` or ``module:Class``), preferring a module
     shipped in *model_dir*, and check it has ``from_path`` and ``predict``."""
     module_name, sep, class_name = name.partition(":")
