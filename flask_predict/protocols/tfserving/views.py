@@ -110,7 +110,7 @@ def predict_instances(loaded: LoadedVersion, body: dict[str, Any]) -> dict[str, 
         raise InvalidInput("Missing 'inputs' or 'instances' key")
     instances = body[key]
     if not isinstance(instances, list) or not instances:
-        raise InvalidInput(f"JSON Value: {wire._short(instances)} Excepting '{key}' to be a "
+        raise InvalidInput(f"JSON Value: {wire._short(instances)} Expecting '{key}' to be a "
                            "non-empty list/array")
     kwargs = {k: v for k, v in body.items() if k != key}
     predictions = service.predict_instances(loaded, instances, kwargs)

@@ -64,7 +64,7 @@ def decode_predict(body: Mapping[str, Any], signature: Signature,
 def decode_rows(instances: Any, signature: Signature) -> dict[str, Tensor]:
     """Row format: one value per instance, or one object naming every input."""
     if not isinstance(instances, list):
-        raise InvalidInput(f"JSON Value: {_short(instances)} Excepting 'instances' to be an "
+        raise InvalidInput(f"JSON Value: {_short(instances)} Expecting 'instances' to be an "
                            "list/array")
     if not instances:
         raise InvalidInput(f"JSON Value: {_short(instances)} No values in 'instances' array")
