@@ -301,7 +301,9 @@ def _flat_values(flat: Tensor, datatype: str, name: str) -> Any:
         if datatype != "FP64":
             flat = flat.astype(np.float32, copy=False)
         if not np.isfinite(flat).all():  # protobuf JSON spells them as strings
-            return [v if math.isfinite(v) else _non_finite_text(v) for v in flat.tolist()]
+            # str() of a float32 is its shortest text: 0.1, not 0.10000000149011612
+            return [float(str(v)) if np.isfinite(v) else _non_finite_text(float(v))
+                    for v in flat]
         return np.ascontiguousarray(flat)
     if flat.dtype.kind == "b":
         flat = flat.astype(np.uint8)
@@ -331,8 +333,9 @@ def encode_predictions(predictions: Sequence[Any]) -> tuple[str, Any]:
     """A custom predictor's predictions as a payload (kind, JSON value).
 
     A single ``str`` is ``str_data``, a single ``bytes`` ``bin_data`` and a single dict of
-    gmap fields ``gmap``; anything else is one ``gtensors`` tensor ``predictions`` (numbers
-    stay numbers, other values become JSON text).
+    gmap fields ``gmap`` (kind ``gmap``, already encoded); anything else is the model
+    output ``predictions`` (kind ``outputs``, a mapping of arrays: numbers stay numbers,
+    other values become JSON text), sent as ``gtensors``.
     """
     if len(predictions) == 1:
         only = predictions[0]
@@ -342,8 +345,7 @@ def encode_predictions(predictions: Sequence[Any]) -> tuple[str, Any]:
             return "bin_data", bytes(only)
         if is_gmap(only):
             return "gmap", encode_gmap(only)
-    return "gtensors", encode_gtensors({"predictions": codecs.predictions_to_tensor(
-        list(predictions))})
+    return "outputs", {"predictions": codecs.predictions_to_tensor(list(predictions))}
 
 
 def is_gmap(value: Any) -> bool:
