@@ -20,10 +20,12 @@ from typing import Any, Mapping, Sequence
 import numpy as np
 
 from flask_predict import FailedPrecondition, InvalidInput, ModelMetadata, Predictor
-from flask_predict.types import Classification, Example, Signature, Tensor, TensorSpec
+from flask_predict.types import (Classification, Example, InferenceRequest, Signature,
+                                 Tensor, TensorSpec)
 
 from .devices import configure_devices
 from .examples import serialize_examples
+from .warmup import read_warmup_requests
 
 logger = logging.getLogger(__name__)
 
@@ -165,6 +167,10 @@ class TensorFlowPredictor(Predictor):
         except (TypeError, ValueError) as exc:
             raise InvalidInput(str(exc).splitlines()[0])
         return [np.asarray(r) for r in results]
+
+    def warmup_requests(self, model_dir: str) -> list[InferenceRequest]:
+        """TF Serving's ``assets.extra/tf_serving_warmup_requests`` (see :mod:`.warmup`)."""
+        return read_warmup_requests(model_dir)
 
     def close(self) -> None:
         self.session.close()
