@@ -10,8 +10,9 @@ import os
 
 from flask_predict import server
 
-#   bind - all interfaces on $PORT, as TF Serving's REST port and Vertex AI's AIP_HTTP_PORT.
-bind = f"{os.environ.get('HOST', '0.0.0.0')}:{os.environ.get('PORT', '8080')}"
+#   bind - all interfaces on $PORT (else Vertex AI's $AIP_HTTP_PORT, else 8080).
+_port = os.environ.get("PORT") or os.environ.get("AIP_HTTP_PORT") or "8080"
+bind = f"{os.environ.get('HOST', '0.0.0.0')}:{_port}"
 #   workers - each is one process with its own models; requests run one at a time in each.
 workers = int(os.environ.get("WEB_CONCURRENCY", "2"))
 worker_class = "sync"

@@ -33,6 +33,9 @@ DEFAULTS: dict[str, Any] = {
     "PREDICT_SERVER_NAME": "flask-predict",
     "PREDICT_GPUS": None,
     "PREDICT_WORKER_INDEX": None,
+    "PREDICT_VERTEX_PREDICT_ROUTE": None,
+    "PREDICT_VERTEX_HEALTH_ROUTE": None,
+    "PREDICT_VERTEX_MODEL": None,
     "PREDICT_GRPS_DEFAULT_MODEL": None,
     "PREDICT_GRPS_START_ONLINE": True,
 }
@@ -61,6 +64,12 @@ class Settings:
     gpus: tuple[int, ...] | None
     worker_index: int | None
     """This worker's index among its server's workers (set by gunicorn.conf.py)."""
+    vertex_predict_route: str | None
+    """Vertex AI custom container predict route (``AIP_PREDICT_ROUTE``)."""
+    vertex_health_route: str | None
+    """Vertex AI custom container health route (``AIP_HEALTH_ROUTE``)."""
+    vertex_model: str | None
+    """The model the Vertex AI routes serve; default: the only configured model."""
     grps_default_model: str | None
     grps_start_online: bool
 
@@ -113,6 +122,9 @@ def read_settings(config: Mapping[str, Any]) -> Settings:
         gpus=gpus,
         worker_index=(None if values["PREDICT_WORKER_INDEX"] is None else
                       _number(values, "PREDICT_WORKER_INDEX", int, minimum=0)),
+        vertex_predict_route=_route(values, "PREDICT_VERTEX_PREDICT_ROUTE"),
+        vertex_health_route=_route(values, "PREDICT_VERTEX_HEALTH_ROUTE"),
+        vertex_model=values["PREDICT_VERTEX_MODEL"] or None,
         grps_default_model=values["PREDICT_GRPS_DEFAULT_MODEL"] or None,
         grps_start_online=_bool(values, "PREDICT_GRPS_START_ONLINE"),
     )
@@ -248,10 +260,11 @@ def parse_version_policy(policy: Any, where: str) -> VersionPolicy:
 
 
 def config_from_environ(environ: Mapping[str, str]) -> dict[str, Any]:
-    """Config keys from TF Serving's environment: ``MODEL_NAME`` and ``MODEL_BASE_PATH``.
+    """Config keys from TF Serving's and Vertex AI's container environment.
 
     As in TF Serving's container, the model lives in ``$MODEL_BASE_PATH/$MODEL_NAME``
     (``MODEL_BASE_PATH`` defaults to ``/models``). ``MODEL_CONFIG_FILE`` names a config file.
+    Vertex AI's ``AIP_PREDICT_ROUTE`` and ``AIP_HEALTH_ROUTE`` add its routes.
     """
     config: dict[str, Any] = {}
     if environ.get("MODEL_NAME"):
@@ -260,7 +273,24 @@ def config_from_environ(environ: Mapping[str, str]) -> dict[str, Any]:
         config["PREDICT_MODELS"] = {name: {"base_path": os.path.join(base, name)}}
     if environ.get("MODEL_CONFIG_FILE"):
         config["PREDICT_MODEL_CONFIG_FILE"] = environ["MODEL_CONFIG_FILE"]
+    for variable, key in VERTEX_ENVIRON.items():
+        if environ.get(variable):
+            config[key] = environ[variable]
     return config
+
+
+VERTEX_ENVIRON = {"AIP_PREDICT_ROUTE": "PREDICT_VERTEX_PREDICT_ROUTE",
+                  "AIP_HEALTH_ROUTE": "PREDICT_VERTEX_HEALTH_ROUTE"}
+"""What Vertex AI sets in a custom container -> our keys (``AIP_HTTP_PORT`` is the bind's)."""
+
+
+def _route(values: Mapping[str, Any], key: str) -> str | None:
+    route = values[key]
+    if not route:
+        return None
+    if not isinstance(route, str) or not route.startswith("/"):
+        raise ConfigError(f"{key} must be a path starting with '/', got {route!r}")
+    return route
 
 
 def _str_list(values: Mapping[str, Any], key: str) -> list[str]:

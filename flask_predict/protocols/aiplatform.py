@@ -7,6 +7,11 @@ https://cloud.google.com/ai-platform/prediction/docs/reference/rest/v1/projects/
 argument. Answers ``{"predictions": [...]}``, or ``{"error": "<message>"}`` with 400
 (bad request), 404 (unknown model or version), 413 (body too large) or 500 (the model failed).
 The project is not checked. Query parameters such as ``?alt=json`` are ignored.
+
+``GET /v1/projects/<project>/models/<model>[/versions/<version>]`` describes a model or
+version (``projects.models.get`` / ``versions.get``, the fields a client checks). In a Vertex AI
+custom container, the routes in ``AIP_PREDICT_ROUTE`` and ``AIP_HEALTH_ROUTE`` serve the
+deployed model: https://cloud.google.com/vertex-ai/docs/predictions/custom-container-requirements
 """
 
 from __future__ import annotations
@@ -14,10 +19,11 @@ from __future__ import annotations
 from typing import Any
 
 from flask import Blueprint
+from flask.blueprints import BlueprintSetupState
 from flask.typing import ResponseReturnValue
 
 from .. import service
-from ..errors import InvalidInput
+from ..errors import InvalidInput, ModelNotFound, ModelNotReady
 from ..extension import PredictState, get_state
 from ..repository import LoadedVersion
 from ._http import json_error, json_response, read_json
@@ -25,6 +31,8 @@ from ._http import json_error, json_response, read_json
 bp = Blueprint("predict_aiplatform", __name__)
 
 ALL_METHODS = ["GET", "POST", "PUT", "PATCH", "DELETE"]
+FRAMEWORKS = {"sklearn": "SCIKIT_LEARN", "xgboost": "XGBOOST", "tensorflow": "TENSORFLOW"}
+"""Our platform name -> AI Platform's ``Version.framework``."""
 
 
 def decode_predict(body: Any) -> tuple[list[Any], dict[str, Any]]:
@@ -58,11 +66,76 @@ def predict(project: str, model: str, version: str | None = None) -> ResponseRet
     return json_response({"predictions": service.predict_instances(loaded, instances, kwargs)})
 
 
+@bp.get("/v1/projects/<project>/models/<model>")
+@bp.get("/v1/projects/<project>/models/<model>/versions/<version>")
+def describe(project: str, model: str, version: str | None = None) -> ResponseReturnValue:
+    if ":" in model or ":" in (version or ""):  # a custom verb such as :predict, by GET
+        return unknown_path(f"{project}/models/{model}" + (f"/versions/{version}" if version
+                                                            else ""))
+    state = get_state()
+    served = state.repository.model(model)
+    resource = f"projects/{project}/models/{model}"
+    if version is None:
+        default = describe_version(resource, resolve_version(state, model, None), True)
+        return json_response({"name": resource, "defaultVersion": default})
+    loaded = resolve_version(state, model, version)
+    is_default = served.default().version == loaded.version
+    return json_response(describe_version(resource, loaded, is_default, version))
+
+
+def describe_version(resource: str, loaded: LoadedVersion, is_default: bool,
+                     name: str | None = None) -> dict[str, Any]:
+    """The fields of AI Platform's Version resource a client reads."""
+    version = {"name": f"{resource}/versions/{name or loaded.version}", "state": "READY",
+               "isDefault": is_default}
+    framework = FRAMEWORKS.get(loaded.metadata.platform)
+    if framework:
+        version["framework"] = framework
+    return version
+
+
 @bp.route("/v1/projects/<path:rest>", methods=ALL_METHODS)
 def unknown_path(rest: str) -> ResponseReturnValue:
     raise InvalidInput(f"unknown AI Platform request path: /v1/projects/{rest}; expected "
                        "POST /v1/projects/<project>/models/<model>[/versions/<version>]"
                        ":predict")
+
+
+@bp.record
+def add_vertex_routes(setup: BlueprintSetupState) -> None:
+    """Vertex AI's routes, when its environment names them (``AIP_*_ROUTE``)."""
+    settings = setup.app.extensions["predict"].settings
+    if settings.vertex_predict_route:
+        setup.add_url_rule(settings.vertex_predict_route, "vertex_predict", vertex_predict,
+                           methods=["POST"])
+    if settings.vertex_health_route:
+        setup.add_url_rule(settings.vertex_health_route, "vertex_health", vertex_health,
+                           methods=["GET"])
+
+
+def vertex_model(state: PredictState) -> str:
+    """The model a Vertex AI container serves: the configured one, or the only one."""
+    if state.settings.vertex_model:
+        return state.settings.vertex_model
+    names = state.repository.names()
+    if len(names) != 1:
+        raise ModelNotFound(f"set PREDICT_VERTEX_MODEL: this server has models {names}")
+    return names[0]
+
+
+def vertex_predict() -> ResponseReturnValue:
+    """``{"instances": [...], "parameters": {...}}`` -> ``{"predictions": [...]}``."""
+    state = get_state()
+    instances, kwargs = decode_predict(read_json())
+    loaded = resolve_version(state, vertex_model(state), None)
+    return json_response({"predictions": service.predict_instances(loaded, instances, kwargs)})
+
+
+def vertex_health() -> ResponseReturnValue:
+    """200 once this worker has loaded every model (Vertex AI polls it), else 503."""
+    if not get_state().repository.ready:
+        raise ModelNotReady("models are still loading")
+    return json_response({})
 
 
 @bp.errorhandler(Exception)

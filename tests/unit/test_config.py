@@ -102,3 +102,13 @@ def test_tfserving_environment() -> None:
     config = config_from_environ({"MODEL_NAME": "half", "MODEL_BASE_PATH": "/srv/models"})
     assert config == {"PREDICT_MODELS": {"half": {"base_path": "/srv/models/half"}}}
     assert config_from_environ({}) == {}
+
+
+def test_vertex_environment() -> None:
+    config = config_from_environ({"AIP_PREDICT_ROUTE": "/v1/endpoints/1/deployedModels/2:predict",
+                                  "AIP_HEALTH_ROUTE": "/v1/endpoints/1/deployedModels/2"})
+    settings = read_settings(config)
+    assert settings.vertex_predict_route == "/v1/endpoints/1/deployedModels/2:predict"
+    assert settings.vertex_health_route == "/v1/endpoints/1/deployedModels/2"
+    with pytest.raises(ConfigError, match="must be a path"):
+        read_settings({"PREDICT_VERTEX_HEALTH_ROUTE": "health"})

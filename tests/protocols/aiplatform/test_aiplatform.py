@@ -153,3 +153,36 @@ def test_decode_predict_splits_kwargs() -> None:
     assert instances == [1] and kwargs == {"a": 2, "signature_name": "s"}
     with pytest.raises(InvalidInput):
         decode_predict({"instances": None})
+
+
+def test_describe_model_and_version(client: FlaskClient) -> None:
+    model = client.get("/v1/projects/p/models/iris").get_json()
+    assert model == {"name": "projects/p/models/iris", "defaultVersion": {
+        "name": "projects/p/models/iris/versions/1", "state": "READY", "isDefault": True,
+        "framework": "SCIKIT_LEARN"}}
+    version = client.get("/v1/projects/p/models/xgb/versions/1").get_json()
+    assert version["framework"] == "XGBOOST" and version["isDefault"] is True
+    assert client.get("/v1/projects/p/models/iris/versions/3").status_code == 404
+    assert client.get("/v1/projects/p/models/nope").status_code == 404
+
+
+def test_vertex_ai_routes(make_app: Any, model_config: dict[str, Any]) -> None:
+    route = "/v1/endpoints/123/deployedModels/456"
+    app = make_app({"iris": model_config["iris"]}, vertex_predict_route=route + ":predict",
+                   vertex_health_route=route)
+    client = app.test_client()
+    assert client.get(route).status_code == 200
+    answer = client.post(route + ":predict",
+                         json={"instances": [[5.1, 3.5, 1.4, 0.2]], "parameters": {"a": 1}})
+    assert answer.get_json() == {"predictions": [0]}
+    bad = client.post(route + ":predict", json={"instances": [[1, 2]]})
+    assert bad.status_code == 400 and "expected shape" in bad.get_json()["error"]
+
+
+def test_vertex_route_needs_one_model(make_app: Any, model_config: dict[str, Any]) -> None:
+    app = make_app(model_config, vertex_predict_route="/predict")
+    answer = app.test_client().post("/predict", json={"instances": [[1, 2, 3, 4]]})
+    assert answer.status_code == 404 and "PREDICT_VERTEX_MODEL" in answer.get_json()["error"]
+    app = make_app(model_config, vertex_predict_route="/predict", vertex_model="iris")
+    assert app.test_client().post("/predict", json={"instances": [[5.1, 3.5, 1.4, 0.2]]}) \
+        .get_json() == {"predictions": [0]}
