@@ -40,6 +40,8 @@ class Scenario:
     body_file: Path
     connections: int = 16
     rows: int = 1
+    headers: Mapping[str, str] = field(default_factory=dict)
+    """Extra request headers (the V2 binary extension's ``Inference-Header-Content-Length``)."""
 
 
 @dataclass(frozen=True)
@@ -56,6 +58,8 @@ class Server:
     env: Mapping[str, str] = field(default_factory=dict)
     cwd: Path | None = None
     ready_path: str = "/"
+    ready_status: int | None = None
+    """Wait until *ready_path* answers this status (``None``: any answer)."""
     check: Check | None = None
     models: frozenset[str] | None = None  # None: serves every scenario's model
 
@@ -105,14 +109,15 @@ def started(server: Server, timeout: float = 120.0, log_dir: Path | None = None
         process = subprocess.Popen(command, env=env, cwd=server.cwd, stdout=log,
                                    stderr=subprocess.STDOUT, start_new_session=True)
     try:
-        wait_until_answering(port, server.ready_path, process, timeout, log_path)
+        wait_until_answering(port, server.ready_path, process, timeout, log_path,
+                             server.ready_status)
         yield port
     finally:
         stop(process)
 
 
 def wait_until_answering(port: int, path: str, process: subprocess.Popen[bytes],
-                         timeout: float, log_path: Path) -> None:
+                         timeout: float, log_path: Path, status: int | None = None) -> None:
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
         if process.poll() is not None:
@@ -121,9 +126,12 @@ def wait_until_answering(port: int, path: str, process: subprocess.Popen[bytes],
         try:
             conn = http.client.HTTPConnection("127.0.0.1", port, timeout=5)
             conn.request("GET", path)
-            conn.getresponse().read()
+            response = conn.getresponse()
+            response.read()
             conn.close()
-            return
+            if status is None or response.status == status:
+                return
+            time.sleep(0.2)
         except OSError:
             time.sleep(0.2)
     raise RuntimeError(f"server did not answer within {timeout:.0f}s; see {log_path}")
@@ -141,9 +149,11 @@ def stop(process: subprocess.Popen[bytes]) -> None:
         process.wait()
 
 
-def post(port: int, path: str, body: bytes) -> tuple[int, bytes]:
+def post(port: int, path: str, body: bytes,
+         headers: Mapping[str, str] | None = None) -> tuple[int, bytes]:
     conn = http.client.HTTPConnection("127.0.0.1", port, timeout=60)
-    conn.request("POST", path, body=body, headers={"Content-Type": "application/json"})
+    conn.request("POST", path, body=body,
+                 headers={"Content-Type": "application/json", **(headers or {})})
     response = conn.getresponse()
     data = response.read()
     conn.close()
@@ -153,7 +163,7 @@ def post(port: int, path: str, body: bytes) -> tuple[int, bytes]:
 WRK_SCRIPT = """\
 wrk.method = "POST"
 wrk.headers["Content-Type"] = "application/json"
-local f = assert(io.open("{body}", "rb"))
+{headers}local f = assert(io.open("{body}", "rb"))
 wrk.body = f:read("*a")
 f:close()
 
@@ -169,13 +179,16 @@ RESULT_LINE = re.compile(r"^RESULT (\d+) (\d+) ([\d.]+) ([\d.]+) (\d+)$", re.M)
 
 
 def run_wrk(url: str, body_file: Path, connections: int, seconds: float,
-            threads: int = 2) -> tuple[float, float, float, int]:
+            threads: int = 2, headers: Mapping[str, str] | None = None
+            ) -> tuple[float, float, float, int]:
     """Load *url* with POSTs of *body_file*; return (requests/s, mean ms, p99 ms, errors).
 
     Errors count failed connections and non-2xx/3xx answers.
     """
     with tempfile.NamedTemporaryFile("w", suffix=".lua", delete=False) as script:
-        script.write(WRK_SCRIPT.replace("{body}", str(body_file.resolve())))
+        lines = "".join(f'wrk.headers["{k}"] = "{v}"\n' for k, v in (headers or {}).items())
+        script.write(WRK_SCRIPT.replace("{body}", str(body_file.resolve()))
+                     .replace("{headers}", lines))
     try:
         out = subprocess.run(
             ["wrk", f"-t{min(threads, connections)}", f"-c{connections}",
@@ -199,16 +212,18 @@ def measure(server: Server, scenarios: Sequence[Scenario], round_: int, seconds:
             if not server.serves(scenario):
                 continue
             path = server.path.replace("{model}", scenario.model)
-            status, answer = post(port, path, scenario.body_file.read_bytes())
+            status, answer = post(port, path, scenario.body_file.read_bytes(),
+                                  scenario.headers)
             if status != 200:
                 raise RuntimeError(f"{server.name} {scenario.name}: HTTP {status}: "
                                    f"{answer[:300]!r}")
             if server.check is not None:
                 server.check(scenario, answer)
             url = f"http://127.0.0.1:{port}{path}"
-            run_wrk(url, scenario.body_file, scenario.connections, warmup)
+            run_wrk(url, scenario.body_file, scenario.connections, warmup,
+                    headers=scenario.headers)
             rps, mean, p99, errors = run_wrk(url, scenario.body_file, scenario.connections,
-                                             seconds)
+                                             seconds, headers=scenario.headers)
             result = Result(server.name, scenario.name, round_, rps, mean, p99, errors)
             results.append(result)
             print(f"  round {round_} {server.name:<14} {scenario.name:<16} {rps:9.1f} req/s"
