@@ -59,19 +59,14 @@ class StateDir:
     """The folder holding one server's shared state."""
 
     def __init__(self, path: str | os.PathLike[str] | None) -> None:
+        self.private = path is None
+        """True for a temporary folder this object created (an embedded, one-process app)."""
         if path is None:
             self.path = Path(tempfile.mkdtemp(prefix="flask-predict-state-"))
-            self._finalizer: weakref.finalize | None = weakref.finalize(
-                self, shutil.rmtree, str(self.path), ignore_errors=True)
+            weakref.finalize(self, shutil.rmtree, str(self.path), ignore_errors=True)
         else:
             self.path = Path(path)
             self.path.mkdir(parents=True, exist_ok=True)
-            self._finalizer = None
-
-    @property
-    def private(self) -> bool:
-        """True for a temporary folder this object created (an embedded, one-process app)."""
-        return self._finalizer is not None
 
     def flag(self, name: str, initial: bool) -> SharedFlag:
         return SharedFlag(self.path / f"{name}.flag", initial)

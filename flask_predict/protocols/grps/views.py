@@ -12,7 +12,7 @@ import html
 import time
 from dataclasses import dataclass
 from importlib.metadata import PackageNotFoundError, version as package_version
-from typing import Any, Iterator
+from typing import Any, Callable, Iterator, Tuple
 
 from flask import Blueprint, Response, request, stream_with_context
 from flask.blueprints import BlueprintSetupState
@@ -334,6 +334,17 @@ def monitor_metrics() -> ResponseReturnValue:
     return Response(page, mimetype="text/html")
 
 
+Second = Tuple[int, int, int, float, float]
+TRENDS: dict[str, Callable[[Second], float]] = {
+    "*qps": lambda row: row[1],
+    "*fail_rate(%)": lambda row: 100.0 * row[2] / row[1] if row[1] else 0.0,
+    "*latency_avg(ms)": lambda row: row[3] / row[1] if row[1] else 0.0,
+    "*latency_max(ms)": lambda row: row[4],
+}
+"""Trend metrics: the value of one per-second bucket (unix second, requests, failed,
+latency sum ms, latency max ms)."""
+
+
 @bp.get(f"{ROOT}/monitor/series")
 def monitor_series() -> ResponseReturnValue:
     """One metric over the last minute (``trend``, one point per second) or the latency
@@ -344,12 +355,7 @@ def monitor_series() -> ResponseReturnValue:
         points = [[p, snapshot.latency_percentile_ms(p)] for p in CDF_PERCENTS]
         return json_response({"label": "cdf", "data": points,
                               "buckets_ms": [b for b in LATENCY_BUCKETS_MS if b != float("inf")]})
-    trend = {
-        "*qps": lambda row: row[1],
-        "*fail_rate(%)": lambda row: 100.0 * row[2] / row[1] if row[1] else 0.0,
-        "*latency_avg(ms)": lambda row: row[3] / row[1] if row[1] else 0.0,
-        "*latency_max(ms)": lambda row: row[4],
-    }.get(name)
+    trend = TRENDS.get(name)
     if trend is None:
         raise ModelNotFound(f"metric {name!r} not found; known: *qps, *fail_rate(%), "
                             "*latency_avg(ms), *latency_max(ms), *latency_cdf(ms)")
