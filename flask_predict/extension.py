@@ -59,6 +59,7 @@ class FlaskPredict:
             raise RuntimeError("A 'FlaskPredict' instance is already registered on this app.")
         settings = read_settings(app.config)
         runtime.limit_threads(settings.threads)
+        runtime.assign_gpu(settings.gpus, settings.worker_index)
         repository = ModelRepository.load(settings.models, self.predictor_class)
         runtime.limit_loaded_pools(settings.threads)
         state = PredictState(settings, repository)

@@ -1,9 +1,11 @@
-"""Per-process resources: the native thread pools of the libraries a worker loads."""
+"""Per-process resources: the native thread pools of the libraries a worker loads, and the
+GPU a worker uses."""
 
 from __future__ import annotations
 
 import logging
 import os
+from typing import Sequence
 
 logger = logging.getLogger(__name__)
 
@@ -31,3 +33,20 @@ def limit_loaded_pools(threads: int) -> None:
 
     threadpool_limits(limits=threads)
     logger.debug("native thread pools limited to %d", threads)
+
+
+def worker_gpu(gpus: Sequence[int] | None, worker_index: int | None) -> int | None:
+    """The GPU of worker *worker_index* (``PREDICT_WORKER_INDEX``): ``gpus[N mod len(gpus)]``;
+    ``None`` when ``PREDICT_GPUS`` lists none."""
+    if not gpus:
+        return None
+    return gpus[(worker_index or 0) % len(gpus)]
+
+
+def assign_gpu(gpus: Sequence[int] | None, worker_index: int | None) -> None:
+    """Show this process only its GPU (``CUDA_VISIBLE_DEVICES``), before any framework
+    initialises CUDA. Without ``PREDICT_GPUS`` every GPU stays visible."""
+    chosen = worker_gpu(gpus, worker_index)
+    if chosen is not None:
+        os.environ["CUDA_VISIBLE_DEVICES"] = str(chosen)
+        logger.info("worker %s uses GPU %d", worker_index, chosen)
