@@ -14,7 +14,6 @@ from typing import Any, Callable, Iterator
 
 import pytest
 
-from flask_predict.protocols import PROTOCOL_MODULES
 from tests import models
 from tests.e2e.server import GunicornServer, request
 
@@ -174,6 +173,12 @@ def test_versions_and_models_follow_the_disk_in_every_worker(
     assert request("GET", server.url + "/v2/health/ready")[0] == 200
     log = (tmp_path / "gunicorn.log").read_text()
     assert log.count("model 'iris' version 3 failed to load") == 2, "once per worker"
+    for _ in range(4):  # grps metadata lists the failed version with its cause
+        status, _, data = request("POST", server.url + "/grps/v1/metadata/model",
+                                  body={"str_data": "iris"})
+        text = json.loads(data)["str_data"]
+        assert status == 200 and "failed_versions" in text
+        assert "version 3 failed to load" in text and "is not a readable pickle" in text
 
     # a custom version that raises in from_path: the workers stay alive and keep version 1
     write_slow(root / "slow", 2, broken=True)
@@ -190,7 +195,6 @@ def test_versions_and_models_follow_the_disk_in_every_worker(
     assert v2_version(server) == (200, "2")
 
 
-@pytest.mark.skipif("tfserving" not in PROTOCOL_MODULES, reason="TF Serving routes not there")
 def test_tfserving_status_shows_versions_and_errors(
         served: tuple[GunicornServer, Path], tmp_path: Path) -> None:
     server, root = served

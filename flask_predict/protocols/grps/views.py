@@ -281,6 +281,9 @@ def describe_model(served: ServedModel, loaded: LoadedVersion | None = None) -> 
     """What metadata shows of a model: versions, platform, inputs and outputs."""
     description: dict[str, Any] = {"name": served.name,
                                    "versions": sorted(served.versions)}
+    failed = {v: status.error for v, status in sorted(served.statuses.items()) if status.error}
+    if failed:  # versions that failed to load, with the cause (model lifecycle)
+        description["failed_versions"] = failed
     if loaded is None and served.versions:
         loaded = served.default()
     if loaded is not None:
