@@ -16,6 +16,7 @@ setup(
         "numpy>=1.24",
         "simplejson>=3.19",
         "orjson>=3.9",
+        "pysimdjson>=6",
         "threadpoolctl>=3.1",
     ],
     extras_require={"server": ["gunicorn>=22"]},

@@ -17,10 +17,12 @@ from __future__ import annotations
 import base64
 import binascii
 import math
+import threading
 from typing import Any, Mapping, Sequence
 
 import numpy as np
 import orjson
+import simdjson
 import simplejson
 
 from .errors import InvalidInput
@@ -77,6 +79,54 @@ def loads(body: bytes | str) -> Any:
             raise InvalidInput("JSON Parse error: nested too deeply")
         except (ValueError, TypeError) as exc:
             raise InvalidInput(f"JSON Parse error: {exc}")
+
+
+def number_matrix(body: bytes, key: str) -> Tensor | None:
+    """*body*'s only member *key* as a float64 matrix when it is a non-empty rectangular
+    array of rows of plain JSON numbers; ``None`` for any other body.
+
+    An accelerator for large numeric bodies: simdjson reads the numbers straight into one
+    buffer, with no Python object per number (about ten times faster than :func:`loads`
+    and :func:`to_array` on 10,000 rows). Whenever it answers, the answer equals
+    ``to_array(loads(body)[key], "FP64", ...)``; anything it is not sure of (other keys,
+    ``null``, booleans, nesting, ragged rows, integers from 2**53 on, bad JSON) is left to
+    those, with their errors.
+    """
+    try:
+        document = _parse_simdjson(body)
+        if not isinstance(document, simdjson.Object) or list(document.keys()) != [key]:
+            return None
+        rows = document[key]
+        if not isinstance(rows, simdjson.Array) or not len(rows):
+            return None
+        width = len(rows[0]) if isinstance(rows[0], simdjson.Array) else 0
+        # every row an array of *width* items, and no other array anywhere in the body:
+        # so every item is a number (as_buffer refuses anything but numbers)
+        if not width or body.count(b"[") != len(rows) + 1 or any(
+                not isinstance(row, simdjson.Array) or len(row) != width for row in rows):
+            return None
+        flat = np.frombuffer(rows.as_buffer(of_type="d"), dtype=np.float64)
+    except (ValueError, TypeError, RuntimeError, KeyError, IndexError):
+        return None
+    if flat.size != len(rows) * width or max(flat.max(), -flat.min()) >= 2.0 ** 53:
+        return None  # from 2**53 on, an integer's rounding could differ from to_array's
+    return flat.reshape(len(rows), width)
+
+
+_simdjson = threading.local()
+
+
+def _parse_simdjson(body: bytes) -> Any:
+    """Parse with this thread's simdjson parser: a new parser per call would allocate its
+    buffers again (about 2 ms of a 2 MB body). A parser whose last document is still
+    referenced refuses to parse; then a new one does."""
+    parser = getattr(_simdjson, "parser", None)
+    if parser is None:
+        parser = _simdjson.parser = simdjson.Parser()
+    try:
+        return parser.parse(body)
+    except RuntimeError:  # "Tried to re-use a parser while ... objects still exist"
+        return simdjson.Parser().parse(body)
 
 
 def dumps(obj: Any) -> bytes:
@@ -306,6 +356,18 @@ def rows_to_tensors(instances: Any, signature: Signature) -> dict[str, Tensor]:
                            "naming them")
     spec = signature.inputs[0]
     return {spec.name: to_array(instances, spec.datatype, spec.name)}
+
+
+def matrix_to_tensors(matrix: Tensor, signature: Signature) -> dict[str, Tensor] | None:
+    """What :func:`rows_to_tensors` makes of the rows of a :func:`number_matrix`, or
+    ``None`` unless *signature* has one floating-point input."""
+    if len(signature.inputs) != 1:
+        return None
+    spec = signature.inputs[0]
+    dtype = V2_TO_NUMPY.get(spec.datatype)
+    if dtype is None or dtype.kind != "f":
+        return None
+    return {spec.name: matrix.astype(dtype, copy=False)}
 
 
 def _named_rows(instances: list[Any], signature: Signature) -> dict[str, Tensor]:

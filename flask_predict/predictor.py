@@ -65,6 +65,22 @@ class Predictor(abc.ABC):
         outputs = self.predict_tensors(inputs, self.instance_outputs, signature_name)
         return codecs.tensors_to_rows(outputs)
 
+    def predict_matrix(self, matrix: Tensor) -> list[Any] | None:
+        """``predict(instances)`` for instances that arrived as a matrix of JSON numbers,
+        already parsed to float64 (:func:`codecs.number_matrix`): same answer, no Python
+        object per number.
+
+        ``None`` when the instances must go through :meth:`predict` as JSON values: for a
+        subclass that overrides :meth:`predict`, or a default signature without exactly
+        one floating-point input.
+        """
+        if type(self).predict is not Predictor.predict:
+            return None
+        inputs = codecs.matrix_to_tensors(matrix, self.signature())
+        if inputs is None:
+            return None
+        return codecs.tensors_to_rows(self.predict_tensors(inputs, self.instance_outputs))
+
     def predict_tensors(self, inputs: Mapping[str, Tensor],
                         outputs: Sequence[str] | None = None,
                         signature: str | None = None) -> dict[str, Tensor]:

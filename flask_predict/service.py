@@ -125,3 +125,14 @@ def regress(loaded: LoadedVersion, examples: Sequence[Example],
     except Exception as exc:
         raise PredictorFailed(f"model {loaded.name!r} failed to regress") from exc
     return np.asarray(values)
+
+
+def predict_matrix(loaded: LoadedVersion, matrix: np.ndarray) -> list[Any] | None:
+    """The instances door for instances parsed straight into a float64 matrix
+    (``codecs.number_matrix``); ``None`` when *loaded* needs them as JSON values."""
+    try:
+        return loaded.predictor.predict_matrix(matrix)
+    except PredictError:
+        raise
+    except Exception as exc:
+        raise PredictorFailed(f"model {loaded.name!r} failed to predict") from exc

@@ -42,7 +42,11 @@ def read_json() -> Any:
 
     The Content-Type is not checked: clients that send none are served.
     """
-    body = read_body()
+    return parse_json(read_body())
+
+
+def parse_json(body: bytes) -> Any:
+    """*body* parsed as :func:`read_json` parses it."""
     if not body.strip():
         raise InvalidInput("JSON Parse error: The document is empty")
     return codecs.loads(body)

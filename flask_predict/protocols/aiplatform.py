@@ -16,17 +16,17 @@ deployed model: https://cloud.google.com/vertex-ai/docs/predictions/custom-conta
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Callable
 
 from flask import Blueprint
 from flask.blueprints import BlueprintSetupState
 from flask.typing import ResponseReturnValue
 
-from .. import service
+from .. import codecs, service
 from ..errors import InvalidInput, ModelNotFound, ModelNotReady
 from ..extension import PredictState, get_state
 from ..repository import LoadedVersion
-from ._http import json_error, json_response, read_json
+from ._http import json_error, json_response, parse_json, read_body
 
 bp = Blueprint("predict_aiplatform", __name__)
 
@@ -61,9 +61,24 @@ def resolve_version(state: PredictState, model: str, version: str | None) -> Loa
 @bp.post("/v1/projects/<project>/models/<model>:predict")
 @bp.post("/v1/projects/<project>/models/<model>/versions/<version>:predict")
 def predict(project: str, model: str, version: str | None = None) -> ResponseReturnValue:
-    instances, kwargs = decode_predict(read_json())
-    loaded = resolve_version(get_state(), model, version)
-    return json_response({"predictions": service.predict_instances(loaded, instances, kwargs)})
+    state = get_state()
+    predictions = run_predict(read_body(), lambda: resolve_version(state, model, version))
+    return json_response({"predictions": predictions})
+
+
+def run_predict(body: bytes, resolve: Callable[[], LoadedVersion]) -> list[Any]:
+    """Decode a predict body and run it on the version *resolve* finds.
+
+    A body that is only a matrix of numbers skips the JSON values (``number_matrix``) when
+    the model takes tensors; every other body is decoded, and checked, in full first.
+    """
+    matrix = codecs.number_matrix(body, "instances")
+    if matrix is not None:
+        predictions = service.predict_matrix(resolve(), matrix)
+        if predictions is not None:
+            return predictions
+    instances, kwargs = decode_predict(parse_json(body))
+    return service.predict_instances(resolve(), instances, kwargs)
 
 
 @bp.get("/v1/projects/<project>/models/<model>")
@@ -126,9 +141,9 @@ def vertex_model(state: PredictState) -> str:
 def vertex_predict() -> ResponseReturnValue:
     """``{"instances": [...], "parameters": {...}}`` -> ``{"predictions": [...]}``."""
     state = get_state()
-    instances, kwargs = decode_predict(read_json())
-    loaded = resolve_version(state, vertex_model(state), None)
-    return json_response({"predictions": service.predict_instances(loaded, instances, kwargs)})
+    predictions = run_predict(read_body(),
+                              lambda: resolve_version(state, vertex_model(state), None))
+    return json_response({"predictions": predictions})
 
 
 def vertex_health() -> ResponseReturnValue:
