@@ -45,7 +45,8 @@ class LoadedVersion:
 @dataclass(frozen=True)
 class VersionStatus:
     """TF Serving's view of a version: state ``LOADING``, ``AVAILABLE``, ``UNLOADING`` or
-    ``END``; a version that failed to load is ``END`` with an ``error``."""
+    ``END``; a version that failed to load is ``END`` with an ``error``. A replaced version
+    is ``UNLOADING`` until it is closed, one sync later, then ``END``."""
 
     version: int
     state: str
@@ -153,8 +154,29 @@ class ModelRepository:
         if label is not None:
             return served.label(label)
         if version is not None:
-            return served.version(version)
+            try:
+                return served.version(version)
+            except ModelNotFound:
+                unloading = self._unloading(name, version)
+                if unloading is None:
+                    raise
+                return unloading
         return served.default()
+
+    def _unloading(self, name: str, version: str | int) -> LoadedVersion | None:
+        """A version just replaced but not closed yet (state ``UNLOADING``).
+
+        A request resolves its version once, but an adapter may look the number up again
+        (to run the tensor door): a swap in between must not turn it into a 404.
+        """
+        try:
+            number = int(version)
+        except (TypeError, ValueError):
+            return None
+        for loaded in list(self._retired):
+            if loaded.name == name and loaded.version == number:
+                return loaded
+        return None
 
     @property
     def ready(self) -> bool:
@@ -214,7 +236,9 @@ class ModelRepository:
             return
         self._warned.discard(f"model {spec.name!r}: no numbered version folder in "
                              f"{spec.base_path!r}; the versions loaded stay served")
-        statuses = {v: s for v, s in served.statuses.items() if v in on_disk}
+        # versions dropped by the previous sync have been closed since: UNLOADING -> END
+        statuses = {v: (VersionStatus(v, "END", stamp=s.stamp) if s.state == "UNLOADING" else s)
+                    for v, s in served.statuses.items() if v in on_disk}
         versions = dict(served.versions)
         pinned = set(spec.labels.values())
         if spec.default_version is not None and spec.default_version.isdigit():
@@ -247,12 +271,12 @@ class ModelRepository:
             statuses[v] = VersionStatus(v, "AVAILABLE", stamp=on_disk[v])
         for loaded in dropped:
             if loaded.version in on_disk:
-                statuses[loaded.version] = VersionStatus(loaded.version, "END",
+                statuses[loaded.version] = VersionStatus(loaded.version, "UNLOADING",
                                                          stamp=on_disk[loaded.version])
+        self._retired.extend(dropped)  # before the swap: see _unloading
         self._publish(ServedModel(spec, versions, statuses))
         for loaded in dropped:
             logger.info("model %r: version %d unloaded", spec.name, loaded.version)
-        self._retired.extend(dropped)
 
     def _load_version(self, spec: ModelSpec, version: int, stamp: float, strict: bool,
                       statuses: dict[int, VersionStatus]) -> LoadedVersion | None:
