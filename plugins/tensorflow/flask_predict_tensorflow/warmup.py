@@ -22,7 +22,7 @@ import tensorflow as tf
 from tensorflow_serving.apis import input_pb2, prediction_log_pb2
 
 from flask_predict import ConfigError
-from flask_predict.types import InferenceRequest
+from flask_predict.types import InferenceRequest, Tensor
 
 WARMUP_FILE = os.path.join("assets.extra", "tf_serving_warmup_requests")
 """TF Serving's warm-up file, relative to the version folder."""
@@ -69,12 +69,10 @@ def log_requests(log: prediction_log_pb2.PredictionLog, index: int) -> list[Infe
     raise ConfigError(f"{WARMUP_FILE}, record {index}: unsupported log type {kind!r}")
 
 
-def tensor_value(proto: tf.compat.v1.TensorProto) -> np.ndarray:
+def tensor_value(proto: tf.compat.v1.TensorProto) -> Tensor:
     """A ``TensorProto`` as a numpy array (strings as an object array of bytes)."""
-    array = tf.make_ndarray(proto)
-    if array.dtype.kind == "S":
-        return array.astype(object)
-    return array
+    array: Tensor = np.asarray(tf.make_ndarray(proto))
+    return array.astype(object) if array.dtype.kind == "S" else array
 
 
 def examples_request(model: str, signature: str, examples: input_pb2.Input) -> InferenceRequest:
