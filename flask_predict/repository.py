@@ -226,16 +226,14 @@ class ModelRepository:
     def _refresh(self, served: ServedModel, strict: bool) -> None:
         spec = served.spec
         on_disk = version_folders(spec.base_path)
+        empty = f"model {spec.name!r}: no numbered version folder in {spec.base_path!r}"
         if not on_disk:
             if strict:
-                raise ConfigError(f"model {spec.name!r}: no numbered version folder in "
-                                  f"{spec.base_path!r}")
-            self._warn_once(f"model {spec.name!r}: no numbered version folder in "
-                            f"{spec.base_path!r}; the versions loaded stay served")
+                raise ConfigError(empty)
+            self._warn_once(f"{empty}; the versions loaded stay served")
             self._publish(served)
             return
-        self._warned.discard(f"model {spec.name!r}: no numbered version folder in "
-                             f"{spec.base_path!r}; the versions loaded stay served")
+        self._warned.discard(f"{empty}; the versions loaded stay served")
         # versions dropped by the previous sync have been closed since: UNLOADING -> END
         statuses = {v: (VersionStatus(v, "END", stamp=s.stamp) if s.state == "UNLOADING" else s)
                     for v, s in served.statuses.items() if v in on_disk}
