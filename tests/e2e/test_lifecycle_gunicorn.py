@@ -216,6 +216,10 @@ def test_tfserving_status_shows_versions_and_errors(
     models.train_iris(tmp_path / "staging", version=3)
     publish(tmp_path / "staging" / "3", root / "iris" / "3")
     consecutive(lambda: status_of_2().get("3", {}).get("state") == "AVAILABLE")
+    # the replaced version is UNLOADING until it is closed a poll later, then END
+    consecutive(lambda: status_of_2()["1"]["state"] == "END")
+    assert request("POST", server.url + "/v1/models/iris/versions/1:predict",
+                   body={"instances": [FLOWER]})[0] == 404
 
 
 def test_kill_hup_reloads_gracefully(served: tuple[GunicornServer, Path]) -> None:
