@@ -11,10 +11,11 @@ that all workers of one server see:
 * an app embedded in a single process without that setting gets a private temporary
   folder, removed when the app's state is garbage-collected or the process exits.
 
-**Flags** (:class:`SharedFlag`) are one small file holding ``1`` or ``0``. The first process
-to open a flag creates it with its initial value (``os.link`` of a finished file, so no
-reader ever sees a half-written one and later workers never reset it); setting the flag
-replaces the file atomically (``os.replace``); reading it is one small read. No lock.
+**Flags** (:class:`SharedFlag`) are one small file: ``1`` for true, empty for false. The
+first process to open a flag creates it with its initial value (``os.link`` of a finished
+file, so no reader ever sees a half-written one and later workers never reset it); setting
+the flag replaces the file atomically (``os.replace``); reading it is one ``stat`` of its
+size. No lock.
 
 **Metrics** (:class:`RequestMetrics`) are one memory-mapped file of float64 counters per
 worker process, written only by that process: recording a request is a few in-memory
@@ -89,9 +90,10 @@ class SharedFlag:
         self._write(initial, create_only=True)
 
     def get(self) -> bool:
+        """The current value: the file holds one byte when true and none when false, so
+        one ``stat`` answers without opening it."""
         try:
-            with open(self.path, "rb") as file:
-                return file.read(1) == b"1"
+            return os.stat(self.path).st_size > 0
         except FileNotFoundError:  # the folder was cleaned away under us
             return self.initial
 
@@ -102,7 +104,7 @@ class SharedFlag:
         fd, temp = tempfile.mkstemp(dir=self.path.parent, prefix=".flag-")
         try:
             with os.fdopen(fd, "wb") as file:
-                file.write(b"1" if value else b"0")
+                file.write(b"1" if value else b"")
             if create_only:
                 try:
                     os.link(temp, self.path)
