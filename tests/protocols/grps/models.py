@@ -1,4 +1,4 @@
-"""The grps tests' own custom models, next to the session's iris, xgb and echo."""
+"""The grps tests' own custom models, beside the session-scoped iris, xgb and echo fixtures."""
 
 from __future__ import annotations
 
