@@ -38,6 +38,8 @@ class SklearnPredictor(Predictor):
             raise TypeError(f"unknown output(s) {unknown}; this model has {list(self.methods)}")
         self.default_outputs = tuple(outputs) if outputs else self.methods
         self._metadata = self._describe()
+        self.linear = is_linear_classifier(model)
+        """Whether ``predict`` can skip scikit-learn's per-call checks (:func:`linear_predict`)."""
 
     @classmethod
     def from_path(cls, model_dir: str, outputs: Sequence[str] | None = None,
@@ -75,11 +77,46 @@ class SklearnPredictor(Predictor):
         check_shape(features, self._metadata.signature.inputs[0])
         result = {}
         for method in outputs or self.default_outputs:
+            if method == "predict" and self.linear and _plain_finite(features):
+                result[method] = linear_predict(self.model, features)
+                continue
             try:
                 result[method] = np.asarray(getattr(self.model, method)(features))
             except ValueError as exc:  # scikit-learn's input validation
                 raise FailedPrecondition(f"Prediction failed: {exc}")
         return result
+
+
+def is_linear_classifier(model: Any) -> bool:
+    """A linear classifier (LogisticRegression, SGDClassifier, ...) whose ``predict`` is
+    scikit-learn's own, fitted without feature names (those make scikit-learn warn)."""
+    from sklearn.linear_model import LogisticRegression
+
+    cls = type(model)
+    return (getattr(cls, "predict", None) is LogisticRegression.predict
+            and getattr(cls, "decision_function", None) is LogisticRegression.decision_function
+            and getattr(model, "feature_names_in_", None) is None
+            and isinstance(getattr(model, "coef_", None), np.ndarray)
+            and model.coef_.ndim == 2
+            and isinstance(getattr(model, "classes_", None), np.ndarray))
+
+
+def linear_predict(model: Any, features: Tensor) -> Tensor:
+    """``model.predict(features)`` for a linear classifier, as scikit-learn computes it
+    (scores ``X @ coef_.T + intercept_``; the positive class where a single score is
+    over 0, else the highest score) without its per-call input checks, which cost about
+    140 us a call, 50 times the arithmetic for one row. The caller has checked the shape,
+    and that the values are finite float64 (scikit-learn's own errors come otherwise)."""
+    scores = features @ model.coef_.T + model.intercept_
+    if scores.shape[1] == 1:
+        indices = (scores[:, 0] > 0).astype(np.intp)
+    else:
+        indices = scores.argmax(axis=1)
+    return model.classes_.take(indices, axis=0)
+
+
+def _plain_finite(features: Tensor) -> bool:
+    return features.dtype == np.float64 and bool(np.isfinite(features).all())
 
 
 def load_model(model_dir: str) -> Any:
