@@ -129,6 +129,7 @@ def test_flat_float32_prints_the_shortest_float32() -> None:
     assert b'"flat_float32":[0.1,1e-8]' in codecs.dumps(tensor)
 
 
+@pytest.mark.tensorflow
 def test_tensorflow_over_gtensors_and_ndarray(make_app: AppFactory, tmp_path: Path) -> None:
     pytest.importorskip("flask_predict_tensorflow")
     base = TESTDATA / "tfserving" / "saved_model_half_plus_two_cpu"
