@@ -379,7 +379,10 @@ def _encode_map_value(field: str, value: Any) -> Any:
     if field == "s_i64":
         return str(int(value))
     number = float(value)
-    return number if math.isfinite(number) else _non_finite_text(number)
+    if not math.isfinite(number):
+        return _non_finite_text(number)
+    # s_f is a float32 field: print its shortest text, as protobuf does
+    return float(str(np.float32(number))) if field == "s_f" else number
 
 
 # --- metadata text ----------------------------------------------------------------------------

@@ -387,6 +387,9 @@ def test_encode_predictions_kinds() -> None:
     assert wire.encode_predictions([b"x"]) == ("bin_data", b"x")
     assert wire.encode_predictions([{"s_i64": {"k": 2 ** 40}}]) == (
         "gmap", {"s_i64": {"k": str(2 ** 40)}})
+    assert wire.encode_gmap({"s_f": {"a": np.float32(0.1), "b": float("nan")},
+                             "s_d": {"a": 0.1}, "s_b": {"a": "hi"}, "s_s": {}}) == {
+        "s_f": {"a": 0.1, "b": "NaN"}, "s_d": {"a": 0.1}, "s_b": {"a": "aGk="}}
     kind, outputs = wire.encode_predictions([1.5, 2.5])
     assert kind == "outputs" and outputs["predictions"].tolist() == [1.5, 2.5]
 
