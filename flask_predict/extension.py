@@ -62,6 +62,7 @@ class FlaskPredict:
         runtime.assign_gpu(settings.gpus, settings.worker_index)
         repository = ModelRepository.load(settings.models, self.predictor_class)
         runtime.limit_loaded_pools(settings.threads)
+        runtime.freeze_heap()
         state = PredictState(settings, repository)
         if settings.poll_seconds > 0:
             state.watcher = Watcher(repository, app.config.get("PREDICT_MODELS"),

@@ -3,6 +3,7 @@ GPU a worker uses."""
 
 from __future__ import annotations
 
+import gc
 import logging
 import os
 from typing import Sequence
@@ -50,3 +51,16 @@ def assign_gpu(gpus: Sequence[int] | None, worker_index: int | None) -> None:
     if chosen is not None:
         os.environ["CUDA_VISIBLE_DEVICES"] = str(chosen)
         logger.info("worker %s uses GPU %d", worker_index, chosen)
+
+
+def freeze_heap() -> None:
+    """Take every object alive now (frameworks and models just loaded) out of the garbage
+    collector's generations.
+
+    ``import tensorflow`` alone leaves about 300,000 objects; every full collection would
+    walk them again, and a response that allocates many objects (10,000 rows) triggers
+    several: converting a 10,000 x 3 array to lists took 43 ms instead of 3 ms. Objects
+    created later are collected as usual.
+    """
+    gc.collect()
+    gc.freeze()

@@ -87,12 +87,15 @@ def decode_rows(instances: Any, signature: Signature) -> dict[str, Tensor]:
     if len(specs) != 1:
         raise InvalidInput("instances is a plain list, but expecting list of objects as "
                            "multiple input tensors required as per tensorinfo_map")
-    for index, item in enumerate(instances):
-        if _is_named(item):
-            raise InvalidInput(f"Expecting value/list but got object at item {index} of input "
-                               "list")
     (spec,) = specs.values()
-    return {spec.name: _array(instances, spec)}
+    try:
+        return {spec.name: _array(instances, spec)}
+    except InvalidInput:
+        for index, item in enumerate(instances):  # TF Serving's message for a stray object
+            if _is_named(item):
+                raise InvalidInput(f"Expecting value/list but got object at item {index} of "
+                                   "input list")
+        raise
 
 
 def decode_columns(inputs: Any, signature: Signature) -> dict[str, Tensor]:
@@ -143,9 +146,9 @@ def encode_predict(outputs: Mapping[str, Tensor], row_format: bool) -> dict[str,
     if len(outputs) == 1:
         ((name, array),) = outputs.items()
         return {"predictions": _value(array, name)}
-    columns = {name: _rows(array, name) for name, array in outputs.items()}
-    return {"predictions": [{name: column[i] for name, column in columns.items()}
-                            for i in range(batch or 0)]}
+    names = list(outputs)
+    columns = [_rows(array, name) for name, array in outputs.items()]
+    return {"predictions": [dict(zip(names, row)) for row in zip(*columns)]}
 
 
 def _value(array: Tensor, name: str) -> Any:
@@ -160,6 +163,10 @@ def _value(array: Tensor, name: str) -> Any:
 
 
 def _rows(array: Tensor, name: str) -> Sequence[Any]:
+    """One entry per row; float32 rows stay numpy so they print at float32 precision."""
+    if array.dtype.kind in "biuf" and array.dtype != np.float32:
+        _value(array, name)  # refuses unprintable dtypes
+        return array.tolist()  # type: ignore[no-any-return]
     value = _value(array, name)
     return value if isinstance(value, list) else list(value)
 
