@@ -153,8 +153,14 @@ def dumps_strict(obj: Any) -> bytes:
 
 
 def _plain(value: Any) -> Any:
+    # float32 values keep their shortest float32 text (2.05, not 2.049999952316284), as
+    # orjson prints them on the fast path
     if isinstance(value, np.ndarray):
+        if value.dtype == np.float32:
+            return value.astype(str).astype(np.float64).tolist()
         return value.tolist()
+    if isinstance(value, np.float32):
+        return float(str(value))
     if isinstance(value, np.generic):
         return value.item()
     if isinstance(value, bytes):
