@@ -1,9 +1,9 @@
 """Reusable benchmark pieces: start a server, load it with ``wrk``, compare servers.
 
 A benchmark describes :class:`Server` commands and :class:`Scenario` bodies, then calls
-:func:`run_rounds`, which starts each server on a free ``127.0.0.1`` port, checks that it
-answers the scenario correctly, warms it up, measures it with ``wrk`` and stops it, for
-several rounds. :func:`ratio_table` prints the medians as ratios against a named baseline
+:func:`run_rounds`, which starts every server on a free ``127.0.0.1`` port, checks that each
+answers each scenario correctly, then for several rounds warms each up and measures it with
+``wrk``, the servers taking turns per scenario, and stops them. :func:`ratio_table` prints the medians as ratios against a named baseline
 measured in the same run, so a noisy machine moves all servers together.
 
 ``wrk`` (Debian package ``wrk``) must be on ``PATH``; :func:`require_wrk` says so.
@@ -22,7 +22,7 @@ import subprocess
 import sys
 import tempfile
 import time
-from contextlib import contextmanager
+from contextlib import ExitStack, contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable, Iterator, Mapping, Sequence
@@ -203,42 +203,53 @@ def run_wrk(url: str, body_file: Path, connections: int, seconds: float,
     return (requests / (duration_us / 1e6), float(match[3]), float(match[4]), int(match[5]))
 
 
-def measure(server: Server, scenarios: Sequence[Scenario], round_: int, seconds: float,
-            warmup: float = 1.0, log_dir: Path | None = None) -> list[Result]:
-    """Start *server* once and run every scenario it serves against it."""
-    results = []
-    with started(server, log_dir=log_dir) as port:
-        for scenario in scenarios:
-            if not server.serves(scenario):
-                continue
-            path = server.path.replace("{model}", scenario.model)
-            status, answer = post(port, path, scenario.body_file.read_bytes(),
-                                  scenario.headers)
-            if status != 200:
-                raise RuntimeError(f"{server.name} {scenario.name}: HTTP {status}: "
-                                   f"{answer[:300]!r}")
-            if server.check is not None:
-                server.check(scenario, answer)
-            url = f"http://127.0.0.1:{port}{path}"
-            run_wrk(url, scenario.body_file, scenario.connections, warmup,
-                    headers=scenario.headers)
-            rps, mean, p99, errors = run_wrk(url, scenario.body_file, scenario.connections,
-                                             seconds, headers=scenario.headers)
-            result = Result(server.name, scenario.name, round_, rps, mean, p99, errors)
-            results.append(result)
-            print(f"  round {round_} {server.name:<14} {scenario.name:<16} {rps:9.1f} req/s"
-                  f"  mean {mean:7.1f} ms  p99 {p99:7.1f} ms"
-                  + (f"  ERRORS {errors}" if errors else ""), flush=True)
-    return results
+def check_answer(server: Server, port: int, scenario: Scenario) -> None:
+    """Send the scenario's body once: a 200 and, if the server has one, its check."""
+    path = server.path.replace("{model}", scenario.model)
+    status, answer = post(port, path, scenario.body_file.read_bytes(), scenario.headers)
+    if status != 200:
+        raise RuntimeError(f"{server.name} {scenario.name}: HTTP {status}: {answer[:300]!r}")
+    if server.check is not None:
+        server.check(scenario, answer)
+
+
+def measure(server: Server, port: int, scenario: Scenario, round_: int, seconds: float,
+            warmup: float = 1.0) -> Result:
+    """Warm the running *server* up with the scenario, then load it for *seconds*."""
+    url = f"http://127.0.0.1:{port}{server.path.replace('{model}', scenario.model)}"
+    run_wrk(url, scenario.body_file, scenario.connections, warmup, headers=scenario.headers)
+    rps, mean, p99, errors = run_wrk(url, scenario.body_file, scenario.connections, seconds,
+                                     headers=scenario.headers)
+    print(f"  round {round_} {server.name:<14} {scenario.name:<16} {rps:9.1f} req/s"
+          f"  mean {mean:7.1f} ms  p99 {p99:7.1f} ms"
+          + (f"  ERRORS {errors}" if errors else ""), flush=True)
+    return Result(server.name, scenario.name, round_, rps, mean, p99, errors)
 
 
 def run_rounds(servers: Sequence[Server], scenarios: Sequence[Scenario], rounds: int = 3,
                seconds: float = 5.0, log_dir: Path | None = None) -> list[Result]:
-    """Every server over every scenario, *rounds* times, servers interleaved per round."""
+    """Every server over every scenario, *rounds* times.
+
+    All servers run at once (idle ones cost no CPU) and take turns per scenario, in an
+    order that rotates, so a change in the machine's load hits every server alike rather
+    than the one measured at that moment. Each answer is checked once before measuring.
+    """
     results: list[Result] = []
-    for round_ in range(1, rounds + 1):
-        for server in servers:
-            results += measure(server, scenarios, round_, seconds, log_dir=log_dir)
+    with ExitStack() as stack:
+        ports = [stack.enter_context(started(server, log_dir=log_dir)) for server in servers]
+        running = list(zip(servers, ports))
+        for server, port in running:
+            for scenario in scenarios:
+                if server.serves(scenario):
+                    check_answer(server, port, scenario)
+        turn = 0
+        for round_ in range(1, rounds + 1):
+            for scenario in scenarios:
+                turn += 1
+                shift = turn % len(running)
+                for server, port in running[shift:] + running[:shift]:
+                    if server.serves(scenario):
+                        results.append(measure(server, port, scenario, round_, seconds))
     return results
 
 
