@@ -113,6 +113,56 @@ def number_matrix(body: bytes, key: str) -> Tensor | None:
     return flat.reshape(len(rows), width)
 
 
+def loads_v2_infer(body: bytes) -> Any:
+    """Parse an Open Inference Protocol V2 ``/infer`` body as :func:`loads` does, except that
+    the ``data`` of a floating-point input (FP16, FP32, FP64, BF16) holding only numbers
+    comes back as a flat float64 array: simdjson reads the numbers straight into one buffer,
+    with no Python object per number. Its nesting is not kept (V2 data is flattened
+    row-major anyway); any other body or value takes the :func:`loads` path and its errors.
+    """
+    try:
+        document = _parse_simdjson(body)
+        if not isinstance(document, simdjson.Object):
+            return loads(body)
+        # items() would turn every value into Python objects: look each key up lazily
+        parsed = {key: _python(document[key]) for key in document.keys() if key != "inputs"}
+        if "inputs" in document:
+            inputs = document["inputs"]
+            parsed["inputs"] = ([_v2_input(tensor) for tensor in inputs]
+                                if isinstance(inputs, simdjson.Array) else _python(inputs))
+        return parsed
+    except (ValueError, TypeError, RuntimeError):  # bad JSON, NaN tokens, huge integers
+        return loads(body)
+
+
+def _v2_input(tensor: Any) -> Any:
+    if not isinstance(tensor, simdjson.Object):
+        return _python(tensor)
+    data = tensor.get("data")
+    if tensor.get("datatype") not in ("FP16", "FP32", "FP64", "BF16") or not isinstance(
+            data, simdjson.Array) or not len(data):
+        return _python(tensor)
+    plain = {key: _python(tensor[key]) for key in tensor.keys() if key != "data"}
+    try:
+        flat = np.frombuffer(data.as_buffer(of_type="d"), dtype=np.float64)
+    except (TypeError, ValueError):  # null, booleans or strings among the numbers
+        return _python(tensor)
+    first = data[0]
+    # only flat or evenly nested rows: ragged nesting gets to_array's error
+    if flat.size != len(data) * (len(first) if isinstance(first, simdjson.Array) else 1):
+        return _python(tensor)
+    plain["data"] = flat
+    return plain
+
+
+def _python(value: Any) -> Any:
+    if isinstance(value, simdjson.Object):
+        return value.as_dict()
+    if isinstance(value, simdjson.Array):
+        return value.as_list()
+    return value
+
+
 _simdjson = threading.local()
 
 

@@ -87,7 +87,7 @@ def infer(model: str, version: str | None = None) -> ResponseReturnValue:
     loaded = service.resolve(state, model, version)
     if not head.strip():
         raise InvalidInput("JSON Parse error: The document is empty")
-    decoded = wire.decode_infer(codecs.loads(head), binary, model, str(loaded.version),
+    decoded = wire.decode_infer(codecs.loads_v2_infer(head), binary, model, str(loaded.version),
                                 loaded.metadata.signature)
     result = service.predict(state, decoded.request)
     body, chunks = wire.encode_infer(result, decoded.request_id, decoded.options)

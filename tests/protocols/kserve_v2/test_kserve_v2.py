@@ -423,3 +423,40 @@ def test_encode_orders_outputs_and_echoes_id() -> None:
          "parameters": {"binary_data_size": 1}}]}
     assert body["outputs"][0]["data"].tolist() == [1.0]
     assert chunks == [b"\x01"]
+
+
+@pytest.mark.parametrize("body", [
+    b'{"inputs":[{"name":"x","datatype":"FP32","shape":[2,2],"data":[1,2.5,-3e2,4]}],"id":"a"}',
+    b'{"inputs":[{"name":"x","datatype":"FP64","shape":[2,2],"data":[[1,2],[3,4]]}]}',
+    b'{"inputs":[{"name":"x","datatype":"FP64","shape":[2,2],"data":[[1,2],[3]]}]}',
+    b'{"inputs":[{"name":"x","datatype":"FP64","shape":[2],"data":[1,null]}]}',
+    b'{"inputs":[{"name":"x","datatype":"FP64","shape":[2],"data":[true,1]}]}',
+    b'{"inputs":[{"name":"x","datatype":"FP64","shape":[2],"data":["1",1]}]}',
+    b'{"inputs":[{"name":"x","datatype":"FP64","shape":[2],"data":[NaN,1]}]}',
+    b'{"inputs":[{"name":"x","datatype":"INT64","shape":[2],"data":[9007199254740993,1]}]}',
+    b'{"inputs":[{"name":"x","datatype":"FP64","shape":[0],"data":[]}]}',
+    b'{"inputs":"none"}', b'{"id":"no inputs"}', b'[1,2]', b'{"inputs":[1,{"a":2}]}',
+])
+def test_loads_v2_infer_matches_loads(body: bytes) -> None:
+    from flask_predict import codecs
+
+    fast, plain = codecs.loads_v2_infer(body), codecs.loads(body)
+    if isinstance(plain, dict) and isinstance(plain.get("inputs"), list):
+        for got, want in zip(fast["inputs"], plain["inputs"]):
+            if isinstance(got, dict) and isinstance(got.get("data"), np.ndarray):
+                assert got["data"].dtype == np.float64
+                assert got["data"].tolist() == np.asarray(want["data"], float).ravel().tolist()
+                got, want = ({k: v for k, v in d.items() if k != "data"} for d in (got, want))
+            assert got == want
+        assert {k: v for k, v in fast.items() if k != "inputs"} == \
+            {k: v for k, v in plain.items() if k != "inputs"}
+    else:
+        assert fast == plain
+
+
+def test_loads_v2_infer_reads_numbers_into_one_array() -> None:
+    from flask_predict import codecs
+
+    body = b'{"inputs":[{"name":"x","datatype":"FP32","shape":[2],"data":[0.5,2]}]}'
+    data = codecs.loads_v2_infer(body)["inputs"][0]["data"]
+    assert isinstance(data, np.ndarray) and data.tolist() == [0.5, 2.0]
