@@ -12,12 +12,12 @@ from typing import Any, Callable
 from flask import Blueprint, request
 from flask.typing import ResponseReturnValue
 
-from ... import service
+from ... import codecs, service
 from ...errors import InvalidInput, ModelNotFound, ModelNotReady
 from ...extension import get_state
 from ...repository import LoadedVersion
 from ...types import InferenceRequest
-from .._http import json_error, json_response, read_json
+from .._http import json_error, json_response, parse_json, read_body, read_json
 from . import wire
 
 bp = Blueprint("predict_tfserving", __name__)
@@ -79,15 +79,23 @@ def model_metadata(model: str, version: str | None = None,
 
 def predict(model: str, version: str | None = None,
             label: str | None = None) -> ResponseReturnValue:
-    body = wire.check_body(read_json())
+    """A body that is only ``{"instances": <matrix of numbers>}`` skips the JSON values
+    (``codecs.number_matrix``) when the signature takes it as it is."""
+    raw = read_body()
+    matrix = codecs.number_matrix(raw, "instances")
+    body = {} if matrix is not None else wire.check_body(parse_json(raw))
     loaded = resolve(model, version, label)
     if uses_instances_door(loaded):
-        return json_response(predict_instances(loaded, body))
+        return json_response(predict_instances(loaded, body or wire.check_body(parse_json(raw))))
     name = wire.signature_name(body) or loaded.metadata.default_signature
     signature = loaded.metadata.signatures.get(name)
     if signature is None:
         raise InvalidInput(f'Serving signature name: "{name}" not found in signature def')
-    inputs, row_format = wire.decode_predict(body, signature, name)
+    inputs = wire.matrix_inputs(matrix, signature) if matrix is not None else None
+    row_format = True
+    if inputs is None:
+        body = body or wire.check_body(parse_json(raw))
+        inputs, row_format = wire.decode_predict(body, signature, name)
     result = service.predict(get_state(), InferenceRequest(
         model=loaded.name, inputs=inputs, version=str(loaded.version), signature=name))
     return json_response(wire.encode_predict(result.outputs, row_format))

@@ -98,6 +98,17 @@ def decode_rows(instances: Any, signature: Signature) -> dict[str, Tensor]:
         raise
 
 
+def matrix_inputs(matrix: Tensor, signature: Signature) -> dict[str, Tensor] | None:
+    """A float64 matrix of row-format numbers as the single floating-point input of
+    *signature*; ``None`` when the signature needs the JSON values (several inputs, or
+    integer, boolean or string ones, whose rules :func:`decode_rows` applies)."""
+    if len(signature.inputs) != 1 or signature.inputs[0].datatype not in ("FP16", "FP32",
+                                                                          "FP64"):
+        return None
+    spec = signature.inputs[0]
+    return {spec.name: matrix.astype(codecs.V2_TO_NUMPY[spec.datatype], copy=False)}
+
+
 def decode_columns(inputs: Any, signature: Signature) -> dict[str, Tensor]:
     """Columnar format: the only input's value, or an object naming every input."""
     specs = {spec.name: spec for spec in signature.inputs}

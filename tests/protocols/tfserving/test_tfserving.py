@@ -145,6 +145,15 @@ def test_sklearn_predict_rows_name_outputs(tf_client: FlaskClient) -> None:
         assert math.isclose(sum(p["predict_proba"]), 1.0)
 
 
+def test_number_matrix_fast_path_answers_as_the_json_path(tf_client: FlaskClient) -> None:
+    rows = [[5.1, 3.5, 1.4, 0.2], [6, 3, 5, 2]]
+    for model in ("iris", "xgb", "half_plus_two"):
+        fast = tf_client.post(f"/v1/models/{model}:predict", json={"instances": rows})
+        slow = tf_client.post(f"/v1/models/{model}:predict",
+                              json={"instances": rows, "signature_name": ""})
+        assert fast.status_code == 200 and fast.data == slow.data
+
+
 def test_sklearn_predict_columnar(tf_client: FlaskClient) -> None:
     outputs = tf_client.post("/v1/models/iris:predict",
                              json={"inputs": IRIS_ROWS}).get_json()["outputs"]
