@@ -78,6 +78,9 @@ class Result:
     latency_ms_mean: float
     latency_ms_p99: float
     errors: int
+    cpu_ms_per_request: float = 0.0
+    """CPU time (user + system) the server's processes spent per request: unlike
+    requests/s, hardly moved by other load on the machine."""
 
 
 def require_wrk() -> str:
@@ -90,6 +93,26 @@ def require_wrk() -> str:
     return path
 
 
+@dataclass(frozen=True)
+class Running:
+    """A started server: its port, and its process group (the command and its workers)."""
+
+    port: int
+    group: int
+
+    def cpu_seconds(self) -> float:
+        """User + system CPU time of every live process in the group, from ``/proc``."""
+        total = 0
+        for stat in Path("/proc").glob("[0-9]*/stat"):
+            try:
+                fields = stat.read_text().rsplit(")", 1)[1].split()
+            except (OSError, IndexError):
+                continue  # the process ended meanwhile
+            if int(fields[2]) == self.group:  # pgrp; utime and stime in clock ticks
+                total += int(fields[11]) + int(fields[12])
+        return total / os.sysconf("SC_CLK_TCK")
+
+
 def free_port() -> int:
     with socket.socket() as sock:
         sock.bind(("127.0.0.1", 0))
@@ -98,8 +121,8 @@ def free_port() -> int:
 
 @contextmanager
 def started(server: Server, timeout: float = 120.0, log_dir: Path | None = None
-            ) -> Iterator[int]:
-    """Start *server* on a free port, wait until it answers, yield the port, stop it."""
+            ) -> Iterator[Running]:
+    """Start *server* on a free port, wait until it answers, yield it running, stop it."""
     port = free_port()
     command = [arg.replace("{port}", str(port)) for arg in server.command]
     env = {**os.environ, **{k: v.replace("{port}", str(port)) for k, v in server.env.items()}}
@@ -111,7 +134,7 @@ def started(server: Server, timeout: float = 120.0, log_dir: Path | None = None
     try:
         wait_until_answering(port, server.ready_path, process, timeout, log_path,
                              server.ready_status)
-        yield port
+        yield Running(port, process.pid)
     finally:
         stop(process)
 
@@ -180,8 +203,9 @@ RESULT_LINE = re.compile(r"^RESULT (\d+) (\d+) ([\d.]+) ([\d.]+) (\d+)$", re.M)
 
 def run_wrk(url: str, body_file: Path, connections: int, seconds: float,
             threads: int = 2, headers: Mapping[str, str] | None = None
-            ) -> tuple[float, float, float, int]:
-    """Load *url* with POSTs of *body_file*; return (requests/s, mean ms, p99 ms, errors).
+            ) -> tuple[float, float, float, int, int]:
+    """Load *url* with POSTs of *body_file*; return (requests/s, mean ms, p99 ms, errors,
+    requests).
 
     Errors count failed connections and non-2xx/3xx answers.
     """
@@ -200,7 +224,8 @@ def run_wrk(url: str, body_file: Path, connections: int, seconds: float,
     if match is None:
         raise RuntimeError(f"could not read wrk's output:\n{out}")
     requests, duration_us = int(match[1]), int(match[2])
-    return (requests / (duration_us / 1e6), float(match[3]), float(match[4]), int(match[5]))
+    return (requests / (duration_us / 1e6), float(match[3]), float(match[4]), int(match[5]),
+            requests)
 
 
 def check_answer(server: Server, port: int, scenario: Scenario) -> None:
@@ -213,17 +238,20 @@ def check_answer(server: Server, port: int, scenario: Scenario) -> None:
         server.check(scenario, answer)
 
 
-def measure(server: Server, port: int, scenario: Scenario, round_: int, seconds: float,
-            warmup: float = 1.0) -> Result:
+def measure(server: Server, running: Running, scenario: Scenario, round_: int,
+            seconds: float, warmup: float = 1.0) -> Result:
     """Warm the running *server* up with the scenario, then load it for *seconds*."""
-    url = f"http://127.0.0.1:{port}{server.path.replace('{model}', scenario.model)}"
+    url = (f"http://127.0.0.1:{running.port}"
+           f"{server.path.replace('{model}', scenario.model)}")
     run_wrk(url, scenario.body_file, scenario.connections, warmup, headers=scenario.headers)
-    rps, mean, p99, errors = run_wrk(url, scenario.body_file, scenario.connections, seconds,
-                                     headers=scenario.headers)
+    cpu = running.cpu_seconds()
+    rps, mean, p99, errors, requests = run_wrk(url, scenario.body_file, scenario.connections,
+                                               seconds, headers=scenario.headers)
+    cpu_ms = (running.cpu_seconds() - cpu) * 1000 / max(requests, 1)
     print(f"  round {round_} {server.name:<14} {scenario.name:<16} {rps:9.1f} req/s"
-          f"  mean {mean:7.1f} ms  p99 {p99:7.1f} ms"
+          f"  mean {mean:7.1f} ms  p99 {p99:7.1f} ms  cpu {cpu_ms:7.3f} ms/req"
           + (f"  ERRORS {errors}" if errors else ""), flush=True)
-    return Result(server.name, scenario.name, round_, rps, mean, p99, errors)
+    return Result(server.name, scenario.name, round_, rps, mean, p99, errors, cpu_ms)
 
 
 def run_rounds(servers: Sequence[Server], scenarios: Sequence[Scenario], rounds: int = 3,
@@ -236,28 +264,34 @@ def run_rounds(servers: Sequence[Server], scenarios: Sequence[Scenario], rounds:
     """
     results: list[Result] = []
     with ExitStack() as stack:
-        ports = [stack.enter_context(started(server, log_dir=log_dir)) for server in servers]
-        running = list(zip(servers, ports))
-        for server, port in running:
+        running = [(server, stack.enter_context(started(server, log_dir=log_dir)))
+                   for server in servers]
+        for server, process in running:
             for scenario in scenarios:
                 if server.serves(scenario):
-                    check_answer(server, port, scenario)
+                    check_answer(server, process.port, scenario)
         turn = 0
         for round_ in range(1, rounds + 1):
             for scenario in scenarios:
                 turn += 1
                 shift = turn % len(running)
-                for server, port in running[shift:] + running[:shift]:
+                for server, process in running[shift:] + running[:shift]:
                     if server.serves(scenario):
-                        results.append(measure(server, port, scenario, round_, seconds))
+                        results.append(measure(server, process, scenario, round_, seconds))
     return results
 
 
-def medians(results: Sequence[Result]) -> dict[tuple[str, str], float]:
-    """Median requests/s per (server, scenario) over the rounds."""
+def medians(results: Sequence[Result], metric: str = "requests_per_s"
+            ) -> dict[tuple[str, str], float]:
+    """Median of *metric* (a :class:`Result` field) per (server, scenario) over the rounds.
+
+    ``requests_per_cpu_s`` is 1000 / ``cpu_ms_per_request``: a server's throughput per CPU
+    second, which other load on the machine hardly moves."""
     grouped: dict[tuple[str, str], list[float]] = {}
     for r in results:
-        grouped.setdefault((r.server, r.scenario), []).append(r.requests_per_s)
+        value = (1000 / r.cpu_ms_per_request if r.cpu_ms_per_request else 0.0) \
+            if metric == "requests_per_cpu_s" else getattr(r, metric)
+        grouped.setdefault((r.server, r.scenario), []).append(value)
     return {key: statistics.median(values) for key, values in grouped.items()}
 
 
@@ -267,14 +301,16 @@ def spread(results: Sequence[Result], server: str, scenario: str) -> tuple[float
 
 
 def ratio_table(results: Sequence[Result], baseline: str,
-                servers: Sequence[str] | None = None) -> str:
-    """A Markdown table: one row per scenario, each server's median requests/s as a ratio
-    of *baseline*'s in the same scenario (the baseline's own requests/s in its column)."""
-    med = medians(results)
+                servers: Sequence[str] | None = None, metric: str = "requests_per_s") -> str:
+    """A Markdown table: one row per scenario, each server's median requests/s (or another
+    :func:`medians` metric) as a ratio of *baseline*'s in the same scenario (the baseline's
+    own value in its column)."""
+    med = medians(results, metric)
+    unit = "req/s" if metric == "requests_per_s" else metric.replace("_", " ")
     scenarios = list(dict.fromkeys(r.scenario for r in results))
     names = list(servers or dict.fromkeys(r.server for r in results))
     lines = ["| scenario | " + " | ".join(
-                 f"{name} (req/s)" if name == baseline else f"{name} / {baseline}"
+                 f"{name} ({unit})" if name == baseline else f"{name} / {baseline}"
                  for name in names) + " |",
              "|---" * (len(names) + 1) + "|"]
     for scenario in scenarios:
@@ -295,13 +331,16 @@ def ratio_table(results: Sequence[Result], baseline: str,
 
 
 def raw_table(results: Sequence[Result]) -> str:
-    """A Markdown table of every server's median requests/s with its min-max over rounds."""
+    """A Markdown table of every server's median requests/s with its min-max over rounds,
+    and its median CPU time per request."""
     med = medians(results)
-    lines = ["| server | scenario | median req/s | min-max | rounds | errors |",
-             "|---|---|---|---|---|---|"]
+    cpu = medians(results, "cpu_ms_per_request")
+    lines = ["| server | scenario | median req/s | min-max | CPU ms/request | rounds | errors |",
+             "|---|---|---|---|---|---|---|"]
     for (server, scenario), value in med.items():
         low, high = spread(results, server, scenario)
         runs = [r for r in results if (r.server, r.scenario) == (server, scenario)]
         lines.append(f"| {server} | {scenario} | {value:.1f} | {low:.1f}-{high:.1f} | "
-                     f"{len(runs)} | {sum(r.errors for r in runs)} |")
+                     f"{cpu[server, scenario]:.3f} | {len(runs)} | "
+                     f"{sum(r.errors for r in runs)} |")
     return "\n".join(lines)

@@ -151,8 +151,14 @@ def main() -> None:
                 "16 connections, 2 workers per server."]
     for baseline in ("kserve", "flask-floor", "bare-wsgi"):
         if baseline in names:
-            sections.append(f"Against {baseline}:\n\n"
+            sections.append(f"Requests/s against {baseline}:\n\n"
                             + harness.ratio_table(results, baseline, names))
+    for baseline in ("kserve", "flask-floor"):
+        if baseline in names:
+            sections.append(f"Requests per CPU second of the server's processes against "
+                            f"{baseline} (what other load on the machine hardly moves):\n\n"
+                            + harness.ratio_table(results, baseline, names,
+                                                  "requests_per_cpu_s"))
     sections.append("Requests/s per round:\n\n" + harness.raw_table(results))
     report = "\n\n".join(sections)
     print("\n" + report)
