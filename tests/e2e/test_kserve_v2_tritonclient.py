@@ -110,3 +110,11 @@ def test_bad_request_raises_with_the_servers_message(triton: Any) -> None:
         triton.infer("iris", [tensor])
     assert caught.value.status() == "400"
     assert "expected shape [-1, 4], got [1, 3]" in caught.value.message()
+
+
+@pytest.mark.parametrize("algorithm", ["gzip", "deflate"])
+def test_infer_with_a_compressed_request(triton: Any, algorithm: str) -> None:
+    result = triton.infer("iris", [iris_input(binary=True)],
+                          request_compression_algorithm=algorithm,
+                          response_compression_algorithm=algorithm)
+    assert result.as_numpy("predict").tolist() == [0, 1, 2]

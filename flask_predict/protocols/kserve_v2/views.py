@@ -83,7 +83,9 @@ def model_metadata(model: str, version: str | None = None) -> ResponseReturnValu
 @bp.post("/v2/models/<model>/versions/<version>/infer")
 def infer(model: str, version: str | None = None) -> ResponseReturnValue:
     state = get_state()
-    head, binary = wire.split_body(read_body(), request.headers.get(wire.HEADER_LENGTH))
+    body = wire.decompress(read_body(), request.headers.get("Content-Encoding"),
+                           state.settings.max_request_bytes)
+    head, binary = wire.split_body(body, request.headers.get(wire.HEADER_LENGTH))
     loaded = service.resolve(state, model, version)
     if not head.strip():
         raise InvalidInput("JSON Parse error: The document is empty")

@@ -14,13 +14,14 @@ from __future__ import annotations
 import base64
 import math
 import struct
+import zlib
 from dataclasses import dataclass, field, replace
 from typing import Any, Mapping, Sequence
 
 import numpy as np
 
 from ... import codecs
-from ...errors import InvalidInput
+from ...errors import InvalidInput, PayloadTooLarge
 from ...repository import LoadedVersion, ServedModel
 from ...types import InferenceRequest, InferenceResponse, Signature, Tensor, TensorSpec
 
@@ -81,6 +82,29 @@ def tensor_metadata(spec: TensorSpec) -> dict[str, Any]:
 
 
 # --- requests -------------------------------------------------------------------------------
+
+ENCODINGS = {"gzip": 16 + zlib.MAX_WBITS, "deflate": zlib.MAX_WBITS}
+"""``Content-Encoding`` -> zlib window bits (tritonclient's ``request_compression_algorithm``)."""
+
+
+def decompress(body: bytes, encoding: str | None, limit: int) -> bytes:
+    """*body* decoded per its ``Content-Encoding``, at most *limit* bytes once decoded."""
+    name = (encoding or "identity").strip().lower()
+    if name == "identity":
+        return body
+    if name not in ENCODINGS:
+        raise InvalidInput(f"unsupported Content-Encoding {encoding!r}; use gzip or deflate")
+    decoder = zlib.decompressobj(ENCODINGS[name])
+    try:
+        data = decoder.decompress(body, limit + 1)
+    except zlib.error as exc:
+        raise InvalidInput(f"the {name} request body is corrupt: {exc}")
+    if len(data) > limit:
+        raise PayloadTooLarge(f"the {name} request body decodes to more than {limit} bytes")
+    if not decoder.eof:
+        raise InvalidInput(f"the {name} request body is truncated")
+    return data
+
 
 def split_body(body: bytes, header_length: str | None) -> tuple[bytes, bytes]:
     """Split a body into its JSON part and the binary data after it.

@@ -8,9 +8,11 @@ the binary tensor data extension in both directions.
 
 from __future__ import annotations
 
+import gzip
 import json
 import math
 import struct
+import zlib
 from importlib.metadata import version as package_version
 from pathlib import Path
 from typing import Any, Mapping, Sequence
@@ -292,6 +294,36 @@ def test_body_over_the_limit_is_413(make_app: Any, model_config: dict[str, Any])
     got = small.post("/v2/models/iris/infer", json=body)
     assert got.status_code == 413
     assert "error" in got.get_json()
+
+
+@pytest.mark.parametrize("encoding, compress", [
+    ("gzip", lambda data: gzip.compress(data)),
+    ("deflate", lambda data: zlib.compress(data)),
+])
+def test_compressed_binary_request(client: FlaskClient, encoding: str,
+                                   compress: Any) -> None:
+    rows = np.array([[5.1, 3.5, 1.4, 0.2], [6.2, 2.9, 4.3, 1.3]])
+    header = json.dumps({"inputs": [{"name": "x", "datatype": "FP64", "shape": [2, 4],
+                                     "parameters": {"binary_data_size": rows.nbytes}}],
+                         "outputs": [{"name": "predict"}]}).encode()
+    got = client.post("/v2/models/iris/infer", data=compress(header + rows.tobytes()),
+                      headers={HEADER: str(len(header)), "Content-Encoding": encoding})
+    assert got.status_code == 200, got.data
+    assert got.get_json()["outputs"][0]["data"] == [0, 1]
+
+
+@pytest.mark.parametrize("encoding, body, status, expected", [
+    ("br", b"x", 400, "unsupported Content-Encoding 'br'"),
+    ("gzip", b"not gzip at all", 400, "the gzip request body is corrupt"),
+    ("gzip", gzip.compress(b'{"inputs": []}')[:12], 400, "the gzip request body is truncated"),
+    ("deflate", zlib.compress(b" " * 100_000), 413, "decodes to more than 65536 bytes"),
+])
+def test_bad_compressed_request(make_app: Any, model_config: dict[str, Any], encoding: str,
+                                body: bytes, status: int, expected: str) -> None:
+    small = make_app(model_config, max_request_bytes=65536).test_client()
+    got = small.post("/v2/models/iris/infer", data=body, headers={"Content-Encoding": encoding})
+    assert got.status_code == status
+    assert expected in got.get_json()["error"]
 
 
 # --- metadata, health, readiness ---------------------------------------------------------
