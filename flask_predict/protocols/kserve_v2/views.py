@@ -17,7 +17,7 @@ from ... import codecs, service
 from ...errors import InvalidInput, ModelNotFound
 from ...extension import get_state
 from .._http import json_error, read_body
-from . import wire
+from . import binary, wire
 
 bp = Blueprint("predict_kserve_v2", __name__)
 
@@ -83,21 +83,21 @@ def model_metadata(model: str, version: str | None = None) -> ResponseReturnValu
 @bp.post("/v2/models/<model>/versions/<version>/infer")
 def infer(model: str, version: str | None = None) -> ResponseReturnValue:
     state = get_state()
-    body = wire.decompress(read_body(), request.headers.get("Content-Encoding"),
-                           state.settings.max_request_bytes)
-    head, binary = wire.split_body(body, request.headers.get(wire.HEADER_LENGTH))
+    body = binary.decompress(read_body(), request.headers.get("Content-Encoding"),
+                             state.settings.max_request_bytes)
+    head, raw = binary.split_body(body, request.headers.get(binary.HEADER_LENGTH))
     loaded = service.resolve(state, model, version)
     if not head.strip():
         raise InvalidInput("JSON Parse error: The document is empty")
-    decoded = wire.decode_infer(codecs.loads_v2_infer(head), binary, model, str(loaded.version),
+    decoded = wire.decode_infer(codecs.loads_v2_infer(head), raw, model, str(loaded.version),
                                 loaded.metadata.signature)
     result = service.predict(state, decoded.request)
-    body, chunks = wire.encode_infer(result, decoded.request_id, decoded.options)
-    text = codecs.dumps_strict(body)
+    payload, chunks = wire.encode_infer(result, decoded.request_id, decoded.options)
+    text = codecs.dumps_strict(payload)
     if not chunks:
         return Response(text, mimetype="application/json")
     answer = Response(b"".join([text, *chunks]), mimetype="application/octet-stream")
-    answer.headers[wire.HEADER_LENGTH] = str(len(text))
+    answer.headers[binary.HEADER_LENGTH] = str(len(text))
     return answer
 
 

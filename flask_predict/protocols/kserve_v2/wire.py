@@ -1,38 +1,30 @@
 """Open Inference Protocol V2 bodies <-> the internal request and response.
 
 Pure functions, no Flask: the JSON request (with the binary tensor data extension's raw
-bytes after it) becomes an :class:`~flask_predict.types.InferenceRequest`, and an
-:class:`~flask_predict.types.InferenceResponse` becomes a JSON header plus binary chunks.
+bytes after it, see :mod:`.binary`) becomes an :class:`~flask_predict.types.InferenceRequest`,
+and an :class:`~flask_predict.types.InferenceResponse` becomes a JSON header plus binary
+chunks.
 
 Spec: https://github.com/kserve/kserve/blob/master/docs/predict-api/v2/required_api.md
-Binary extension: https://github.com/triton-inference-server/server/blob/main/docs/protocol/
-extension_binary_data.md
 """
 
 from __future__ import annotations
 
 import base64
 import math
-import struct
-import zlib
 from dataclasses import dataclass, field, replace
 from typing import Any, Mapping, Sequence
 
 import numpy as np
 
 from ... import codecs
-from ...errors import InvalidInput, PayloadTooLarge
+from ...errors import InvalidInput
 from ...repository import LoadedVersion, ServedModel
 from ...types import InferenceRequest, InferenceResponse, Signature, Tensor, TensorSpec
-
-HEADER_LENGTH = "Inference-Header-Content-Length"
-"""The binary extension's header: length of the JSON part of a body with binary data."""
+from .binary import array_to_binary, as_bytes, binary_to_array
 
 PLATFORMS = {"tensorflow": "tensorflow_savedmodel"}
 """Our platform names -> the V2 spec's ``<project>_<format>`` names where it defines one."""
-
-_LENGTH = struct.Struct("<I")
-
 
 @dataclass
 class OutputOptions:
@@ -82,49 +74,6 @@ def tensor_metadata(spec: TensorSpec) -> dict[str, Any]:
 
 
 # --- requests -------------------------------------------------------------------------------
-
-ENCODINGS = {"gzip": 16 + zlib.MAX_WBITS, "deflate": zlib.MAX_WBITS}
-"""``Content-Encoding`` -> zlib window bits (tritonclient's ``request_compression_algorithm``)."""
-
-
-def decompress(body: bytes, encoding: str | None, limit: int) -> bytes:
-    """*body* decoded per its ``Content-Encoding``, at most *limit* bytes once decoded."""
-    name = (encoding or "identity").strip().lower()
-    if name == "identity":
-        return body
-    if name not in ENCODINGS:
-        raise InvalidInput(f"unsupported Content-Encoding {encoding!r}; use gzip or deflate")
-    decoder = zlib.decompressobj(ENCODINGS[name])
-    try:
-        data = decoder.decompress(body, limit + 1)
-    except zlib.error as exc:
-        raise InvalidInput(f"the {name} request body is corrupt: {exc}")
-    if len(data) > limit:
-        raise PayloadTooLarge(f"the {name} request body decodes to more than {limit} bytes")
-    if not decoder.eof:
-        raise InvalidInput(f"the {name} request body is truncated")
-    return data
-
-
-def split_body(body: bytes, header_length: str | None) -> tuple[bytes, bytes]:
-    """Split a body into its JSON part and the binary data after it.
-
-    *header_length* is the ``Inference-Header-Content-Length`` header (``None``: the whole
-    body is JSON).
-    """
-    if header_length is None:
-        return body, b""
-    try:
-        length = int(header_length.strip())
-    except ValueError:
-        raise InvalidInput(f"{HEADER_LENGTH} must be an integer, got {header_length!r}")
-    if length < 0:
-        raise InvalidInput(f"{HEADER_LENGTH} must not be negative, got {length}")
-    if length > len(body):
-        raise InvalidInput(f"{HEADER_LENGTH} is {length} but the body has only "
-                           f"{len(body)} bytes")
-    return body[:length], body[length:]
-
 
 def decode_infer(header: Any, binary: bytes, model: str, version: str | None,
                  signature: Signature) -> DecodedInfer:
@@ -203,44 +152,6 @@ def json_to_array(data: Any, datatype: str, shape: tuple[int, ...], name: str) -
     array = codecs.to_array(data, datatype, name)
     _check_count(array.size, shape, name)
     return array.reshape(shape)
-
-
-def binary_to_array(chunk: bytes, datatype: str, shape: tuple[int, ...], name: str) -> Tensor:
-    """Raw little-endian bytes (BYTES: 4-byte length + bytes per element) as an array."""
-    count = math.prod(shape)
-    if datatype == "BYTES":
-        values = _split_bytes(chunk, name)
-        _check_count(len(values), shape, name)
-        array = np.empty(len(values), dtype=object)
-        array[:] = values
-        return array.reshape(shape)
-    dtype = codecs.V2_TO_NUMPY[datatype]
-    if len(chunk) != count * dtype.itemsize:
-        raise InvalidInput(f"input {name!r}: binary_data_size is {len(chunk)} bytes but "
-                           f"{datatype} of shape {list(shape)} needs "
-                           f"{count * dtype.itemsize}")
-    if dtype.kind == "b":
-        raw = np.frombuffer(chunk, dtype=np.uint8)
-        if raw.size and raw.max() > 1:
-            raise InvalidInput(f"input {name!r}: BOOL bytes must be 0 or 1")
-        return raw.astype(np.bool_).reshape(shape)
-    return np.frombuffer(chunk, dtype=dtype.newbyteorder("<")).astype(dtype).reshape(shape)
-
-
-def _split_bytes(chunk: bytes, name: str) -> list[bytes]:
-    values: list[bytes] = []
-    offset, end = 0, len(chunk)
-    while offset < end:
-        if offset + 4 > end:
-            raise InvalidInput(f"input {name!r}: BYTES data ends inside a length prefix")
-        (length,) = _LENGTH.unpack_from(chunk, offset)
-        offset += 4
-        if offset + length > end:
-            raise InvalidInput(f"input {name!r}: BYTES element of {length} bytes runs past "
-                               "the end of its data")
-        values.append(chunk[offset:offset + length])
-        offset += length
-    return values
 
 
 def _check_count(count: int, shape: tuple[int, ...], name: str) -> None:
@@ -361,14 +272,6 @@ def encode_infer(response: InferenceResponse, request_id: str | None,
     return body, chunks
 
 
-def array_to_binary(array: Tensor) -> bytes:
-    """Little-endian row-major bytes; BYTES elements as 4-byte length + bytes."""
-    if array.dtype.kind in "OSU":
-        values = [_as_bytes(v) for v in array.reshape(-1).tolist()]
-        return b"".join(_LENGTH.pack(len(v)) + v for v in values)
-    return np.ascontiguousarray(array, dtype=array.dtype.newbyteorder("<")).tobytes()
-
-
 def array_to_json(array: Tensor) -> tuple[Any, dict[str, Any]]:
     """Flat JSON ``data`` for *array* and any output parameters it needs.
 
@@ -381,17 +284,9 @@ def array_to_json(array: Tensor) -> tuple[Any, dict[str, Any]]:
         if flat.dtype not in codecs.NUMPY_TO_V2 or flat.dtype.kind == "V":
             return flat.astype(np.float32), {}  # BF16 prints as float32
         return np.ascontiguousarray(flat), {}
-    values = [_as_bytes(v) for v in flat.tolist()]
+    values = [as_bytes(v) for v in flat.tolist()]
     try:
         return [v.decode("utf-8") for v in values], {}
     except UnicodeDecodeError:
         return ([base64.b64encode(v).decode("ascii") for v in values],
                 {"content_type": "base64"})
-
-
-def _as_bytes(value: Any) -> bytes:
-    if isinstance(value, bytes):
-        return value
-    if isinstance(value, str):
-        return value.encode("utf-8")
-    return str(value).encode("utf-8")

@@ -25,6 +25,7 @@ from flask.testing import FlaskClient
 from flask_predict import FlaskPredict, ModelMetadata, Predictor, Signature
 from flask_predict.codecs import V2_TO_NUMPY
 from flask_predict.protocols.kserve_v2 import wire
+from flask_predict.protocols.kserve_v2.binary import split_body
 from flask_predict.types import DEFAULT_SIGNATURE, ModelSpec, Tensor
 
 CASES = sorted((Path(__file__).parent / "cases").glob("*.request.json"))
@@ -440,8 +441,8 @@ def test_xgboost_nan_token_and_null_are_both_missing(client: FlaskClient) -> Non
 # --- pure functions ------------------------------------------------------------------------
 
 def test_split_body() -> None:
-    assert wire.split_body(b'{"a":1}xyz', "7") == (b'{"a":1}', b"xyz")
-    assert wire.split_body(b'{"a":1}', None) == (b'{"a":1}', b"")
+    assert split_body(b'{"a":1}xyz', "7") == (b'{"a":1}', b"xyz")
+    assert split_body(b'{"a":1}', None) == (b'{"a":1}', b"")
 
 
 def test_encode_orders_outputs_and_echoes_id() -> None:
