@@ -118,3 +118,12 @@ def test_infer_with_a_compressed_request(triton: Any, algorithm: str) -> None:
                           request_compression_algorithm=algorithm,
                           response_compression_algorithm=algorithm)
     assert result.as_numpy("predict").tolist() == [0, 1, 2]
+
+
+def test_classification_with_class_count(triton: Any) -> None:
+    requested = [httpclient.InferRequestedOutput("predict_proba", class_count=1)]
+    result = triton.infer("iris", [iris_input(binary=True)], outputs=requested)
+    top = result.as_numpy("predict_proba")
+    assert top.shape == (3, 1)
+    assert [item.split(b":")[1:] for item in top[:, 0]] == [[b"0", b"0"], [b"1", b"1"],
+                                                              [b"2", b"2"]]

@@ -21,7 +21,7 @@ from . import binary, wire
 
 bp = Blueprint("predict_kserve_v2", __name__)
 
-EXTENSIONS = ("binary_tensor_data",)
+EXTENSIONS = ("binary_tensor_data", "classification")
 """Protocol extensions this server implements, as ``GET /v2`` lists them."""
 
 ALL_METHODS = ["GET", "POST", "PUT", "PATCH", "DELETE"]
@@ -92,7 +92,8 @@ def infer(model: str, version: str | None = None) -> ResponseReturnValue:
     decoded = wire.decode_infer(codecs.loads_v2_infer(head), raw, model, str(loaded.version),
                                 loaded.metadata.signature)
     result = service.predict(state, decoded.request)
-    payload, chunks = wire.encode_infer(result, decoded.request_id, decoded.options)
+    payload, chunks = wire.encode_infer(result, decoded.request_id, decoded.options,
+                                        loaded.metadata.properties.get("classes"))
     text = codecs.dumps_strict(payload)
     if not chunks:
         return Response(text, mimetype="application/json")

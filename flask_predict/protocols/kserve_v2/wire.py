@@ -22,6 +22,7 @@ from ...errors import InvalidInput
 from ...repository import LoadedVersion, ServedModel
 from ...types import InferenceRequest, InferenceResponse, Signature, Tensor, TensorSpec
 from .binary import array_to_binary, as_bytes, binary_to_array
+from .classification import classify
 
 PLATFORMS = {"tensorflow": "tensorflow_savedmodel"}
 """Our platform names -> the V2 spec's ``<project>_<format>`` names where it defines one."""
@@ -34,6 +35,8 @@ class OutputOptions:
     """The request's ``binary_data_output`` parameter."""
     binary: dict[str, bool] = field(default_factory=dict)
     """Per requested output ``binary_data``; it overrides the default."""
+    classification: dict[str, int] = field(default_factory=dict)
+    """Per requested output ``classification``: answer its top N classes."""
 
     def is_binary(self, name: str) -> bool:
         return self.binary.get(name, self.binary_default)
@@ -202,6 +205,12 @@ def decode_outputs(raw: Any, parameters: Mapping[str, Any]) -> tuple[list[str] |
         item_parameters = _parameters(item, f"output {name!r}")
         if "binary_data" in item_parameters:
             options.binary[name] = _flag(item_parameters, "binary_data", f"output {name!r}")
+        count = item_parameters.get("classification")
+        if count is not None:
+            if isinstance(count, bool) or not isinstance(count, int) or count < 1:
+                raise InvalidInput(f"output {name!r}: 'classification' must be a positive "
+                                   "integer")
+            options.classification[name] = count
     return names, options
 
 
@@ -245,12 +254,16 @@ def _cast(array: Tensor, spec: TensorSpec) -> Tensor:
 # --- responses ------------------------------------------------------------------------------
 
 def encode_infer(response: InferenceResponse, request_id: str | None,
-                 options: OutputOptions) -> tuple[dict[str, Any], list[bytes]]:
+                 options: OutputOptions, labels: Sequence[Any] | None = None
+                 ) -> tuple[dict[str, Any], list[bytes]]:
     """The ``$inference_response`` object and the binary chunks that follow it, in output
-    order. Binary outputs carry ``parameters.binary_data_size`` instead of ``data``."""
+    order. Binary outputs carry ``parameters.binary_data_size`` instead of ``data``.
+    *labels* name the classes of outputs asked for as a classification."""
     outputs: list[dict[str, Any]] = []
     chunks: list[bytes] = []
     for name, array in response.outputs.items():
+        if name in options.classification:
+            array = classify(array, options.classification[name], labels, name)
         datatype = codecs.datatype_of(array)
         tensor: dict[str, Any] = {"name": name, "datatype": datatype,
                                   "shape": list(array.shape)}

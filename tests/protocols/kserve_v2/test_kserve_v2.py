@@ -327,6 +327,42 @@ def test_bad_compressed_request(make_app: Any, model_config: dict[str, Any], enc
     assert expected in got.get_json()["error"]
 
 
+def test_classification_extension(client: FlaskClient) -> None:
+    body = {"inputs": [{"name": "x", "datatype": "FP64", "shape": [2, 4],
+                        "data": [5.1, 3.5, 1.4, 0.2, 7.7, 3.0, 6.1, 2.3]}],
+            "outputs": [{"name": "predict_proba", "parameters": {"classification": 2}},
+                        {"name": "predict", "parameters": {"classification": 5}}]}
+    got = client.post("/v2/models/iris/infer", json=body)
+    assert got.status_code == 200, got.data
+    proba, label = got.get_json()["outputs"]
+    assert proba["datatype"] == "BYTES" and proba["shape"] == [2, 2]
+    first = [item.split(":") for item in proba["data"][:2]]
+    assert [(index, name) for _, index, name in first] == [("0", "0"), ("1", "1")]
+    assert float(first[0][0]) > 0.9 > float(first[1][0])
+    assert proba["data"][2].endswith(":2:2")  # row 2 is a virginica, class label 2
+    # a 1-D output is classified as a whole; asking for more than it has gives all
+    assert label == {"name": "predict", "datatype": "BYTES", "shape": [2],
+                     "data": ["2:1", "0:0"]}
+
+
+@pytest.mark.parametrize("count", [0, -1, 1.5, True, "2"])
+def test_classification_count_must_be_positive(client: FlaskClient, count: Any) -> None:
+    body = {"inputs": [{"name": "x", "datatype": "FP64", "shape": [1, 4],
+                        "data": [5.1, 3.5, 1.4, 0.2]}],
+            "outputs": [{"name": "predict_proba", "parameters": {"classification": count}}]}
+    got = client.post("/v2/models/iris/infer", json=body)
+    assert got.status_code == 400
+    assert "'classification' must be a positive integer" in got.get_json()["error"]
+
+
+def test_classify_refuses_bytes() -> None:
+    from flask_predict.errors import InvalidInput
+    from flask_predict.protocols.kserve_v2.classification import classify
+
+    with pytest.raises(InvalidInput, match="output 's': classification needs numbers"):
+        classify(np.array([b"a"], dtype=object), 1, None, "s")
+
+
 # --- metadata, health, readiness ---------------------------------------------------------
 
 @pytest.mark.parametrize("path", ["/v2", "/v2/"])
@@ -334,7 +370,7 @@ def test_server_metadata_without_redirect(client: FlaskClient, path: str) -> Non
     got = client.get(path)
     assert got.status_code == 200
     assert got.get_json() == {"name": "flask-predict", "version": package_version("flask-predict"),
-                              "extensions": ["binary_tensor_data"]}
+                              "extensions": ["binary_tensor_data", "classification"]}
 
 
 def test_server_name_setting(make_app: Any, model_config: dict[str, Any]) -> None:
