@@ -230,24 +230,26 @@ def fit_inputs(inputs: dict[str, Tensor], signature: Signature) -> dict[str, Ten
         if spec is None:
             fitted[name] = array
         else:  # errors name the input as the request does
-            fitted[spec.name] = _cast(array, replace(spec, name=name))
+            fitted[spec.name] = _cast(array, spec, name)
     return fitted
 
 
-def _cast(array: Tensor, spec: TensorSpec) -> Tensor:
+def _cast(array: Tensor, spec: TensorSpec, name: str) -> Tensor:
     target = codecs.V2_TO_NUMPY.get(spec.datatype)
     if target is None or target.kind == "O":
         return array  # BYTES in metadata: the model takes any type (custom predictors)
-    got = codecs.datatype_of(array)
     if array.dtype.kind == "O" or not np.can_cast(array.dtype, target, "same_kind"):
-        raise InvalidInput(f"input {spec.name!r}: the model expects {spec.datatype}, "
-                           f"got {got}")
-    codecs.check_shape(array, spec)
+        raise InvalidInput(f"input {name!r}: the model expects {spec.datatype}, "
+                           f"got {codecs.datatype_of(array)}")
+    try:
+        codecs.check_shape(array, spec)
+    except InvalidInput:  # the same message, naming the input as the request does
+        codecs.check_shape(array, replace(spec, name=name))
     if target.kind in "iu" and array.size and array.dtype.kind in "iu":
         info = np.iinfo(target)
         if array.min() < info.min or array.max() > info.max:
-            raise InvalidInput(f"input {spec.name!r}: {got} value out of range for "
-                               f"{spec.datatype}")
+            raise InvalidInput(f"input {name!r}: {codecs.datatype_of(array)} value out of "
+                               f"range for {spec.datatype}")
     return array if array.dtype == target else array.astype(target)
 
 
