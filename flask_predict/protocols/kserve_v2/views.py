@@ -28,6 +28,7 @@ ALL_METHODS = ["GET", "POST", "PUT", "PATCH", "DELETE"]
 
 
 def server_version() -> str:
+    """The installed flask-predict version, as ``GET /v2`` reports it."""
     try:
         return package_version("flask-predict")
     except PackageNotFoundError:  # running from a source tree that was never installed
