@@ -111,14 +111,10 @@ def uses_instances_door(loaded: LoadedVersion) -> bool:
 
 def predict_instances(loaded: LoadedVersion, body: dict[str, Any]) -> dict[str, Any]:
     """Row and columnar bodies of a custom predictor: the JSON list goes in as instances."""
-    if "instances" in body and "inputs" in body:
-        wire.decode_predict(body, loaded.metadata.signature, "")  # raises TF's message
-    key = "instances" if "instances" in body else "inputs"
-    if key not in body:
-        raise InvalidInput("Missing 'inputs' or 'instances' key")
+    key = wire.data_key(body)
     instances = body[key]
     if not isinstance(instances, list) or not instances:
-        raise InvalidInput(f"JSON Value: {wire._short(instances)} Expecting '{key}' to be a "
+        raise InvalidInput(f"JSON Value: {wire.short(instances)} Expecting '{key}' to be a "
                            "non-empty list/array")
     kwargs = {k: v for k, v in body.items() if k != key}
     predictions = service.predict_instances(loaded, instances, kwargs)

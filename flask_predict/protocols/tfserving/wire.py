@@ -31,10 +31,10 @@ INT64_MAX = 2**63 - 1
 def check_body(body: Any) -> dict[str, Any]:
     """The top level must be an object with an optional string ``signature_name``."""
     if not isinstance(body, dict):
-        raise InvalidInput(f"JSON Value: {_short(body)} Is not object")
+        raise InvalidInput(f"JSON Value: {short(body)} Is not object")
     name = body.get("signature_name")
     if name is not None and not isinstance(name, str):
-        raise InvalidInput(f"JSON Value: {_short(body)} not formatted correctly. "
+        raise InvalidInput(f"JSON Value: {short(body)} not formatted correctly. "
                            "'signature_name' key must be a string value.")
     return body
 
@@ -49,25 +49,31 @@ def signature_name(body: Mapping[str, Any]) -> str | None:
 def decode_predict(body: Mapping[str, Any], signature: Signature,
                    name: str) -> tuple[dict[str, Tensor], bool]:
     """The input tensors of a predict body and whether it used the row format."""
+    key = data_key(body)
+    if not signature.inputs:
+        raise InvalidInput(f"Failed to get input map for signature: {name}")
+    if key == "instances":
+        return decode_rows(body["instances"], signature), True
+    return decode_columns(body["inputs"], signature), False
+
+
+def data_key(body: Mapping[str, Any]) -> str:
+    """``instances`` (row format) or ``inputs`` (columnar): exactly one must be present."""
     if "instances" in body and "inputs" in body:
-        raise InvalidInput(f"JSON Value: {_short(body)} Not formatted correctly expecting "
+        raise InvalidInput(f"JSON Value: {short(body)} Not formatted correctly expecting "
                            "only one of 'inputs' or 'instances' keys to exist ")
     if "instances" not in body and "inputs" not in body:
         raise InvalidInput("Missing 'inputs' or 'instances' key")
-    if not signature.inputs:
-        raise InvalidInput(f"Failed to get input map for signature: {name}")
-    if "instances" in body:
-        return decode_rows(body["instances"], signature), True
-    return decode_columns(body["inputs"], signature), False
+    return "instances" if "instances" in body else "inputs"
 
 
 def decode_rows(instances: Any, signature: Signature) -> dict[str, Tensor]:
     """Row format: one value per instance, or one object naming every input."""
     if not isinstance(instances, list):
-        raise InvalidInput(f"JSON Value: {_short(instances)} Expecting 'instances' to be an "
+        raise InvalidInput(f"JSON Value: {short(instances)} Expecting 'instances' to be an "
                            "list/array")
     if not instances:
-        raise InvalidInput(f"JSON Value: {_short(instances)} No values in 'instances' array")
+        raise InvalidInput(f"JSON Value: {short(instances)} No values in 'instances' array")
     specs = {spec.name: spec for spec in signature.inputs}
     if _is_named(instances[0]):
         columns: dict[str, list[Any]] = {alias: [] for alias in specs}
@@ -188,14 +194,14 @@ def decode_examples(body: Mapping[str, Any]) -> list[Example]:
     """``examples`` (+ ``context``) as features; the kind of each feature follows its JSON
     tokens: string -> bytes, number with a fraction -> float, integer or boolean -> int64."""
     if "examples" not in body:
-        raise InvalidInput(f"JSON Value: {_short(body)} When method is classify, key "
+        raise InvalidInput(f"JSON Value: {short(body)} When method is classify, key "
                            "'examples' is expected and was not found")
     examples = body["examples"]
     if not isinstance(examples, list):
-        raise InvalidInput(f"JSON Value: {_short(examples)} Expecting 'examples' value to be "
+        raise InvalidInput(f"JSON Value: {short(examples)} Expecting 'examples' value to be "
                            "an list/array")
     if not examples:
-        raise InvalidInput(f"JSON Value: {_short(examples)} 'examples' value is an empty array")
+        raise InvalidInput(f"JSON Value: {short(examples)} 'examples' value is an empty array")
     context = decode_features(body["context"]) if "context" in body else {}
     return [{**context, **decode_features(example)} for example in examples]
 
@@ -331,7 +337,8 @@ def raise_not_found(message: str) -> None:
 
 # --- helpers --------------------------------------------------------------------------------
 
-def _short(value: Any, limit: int = 200) -> str:
+def short(value: Any, limit: int = 200) -> str:
+    """A JSON value as TF Serving quotes it in error messages, cut at *limit* characters."""
     try:
         text = codecs.dumps(value).decode("utf-8", "replace")
     except (TypeError, ValueError):
