@@ -25,6 +25,7 @@ import sys
 import tempfile
 import time
 from pathlib import Path
+from typing import Sequence
 
 import numpy as np
 
@@ -71,11 +72,11 @@ def write_body(path: Path, rows: int) -> Path:
     return path
 
 
-def scenarios(work: Path) -> list[Scenario]:
-    bodies = {rows: write_body(work / f"body-{rows}.json", rows) for rows in ROW_COUNTS}
+def scenarios(work: Path, row_counts: Sequence[int] = ROW_COUNTS) -> list[Scenario]:
+    bodies = {rows: write_body(work / f"body-{rows}.json", rows) for rows in row_counts}
     return [Scenario(f"{model} {rows:,} row{'s' if rows > 1 else ''}", model, bodies[rows],
                      connections=16, rows=rows)
-            for model in ("lr", "xgb") for rows in ROW_COUNTS]
+            for model in ("lr", "xgb") for rows in row_counts]
 
 
 def check_predictions(scenario: Scenario, answer: bytes) -> None:
@@ -132,6 +133,8 @@ def main() -> None:
     parser.add_argument("--seconds", type=float, default=5.0)
     parser.add_argument("--no-kserve", action="store_true", help="skip KServe")
     parser.add_argument("--only", nargs="*", help="run only these servers")
+    parser.add_argument("--rows", nargs="*", type=int, default=list(ROW_COUNTS),
+                        help="request sizes (default: 1 100 10000)")
     parser.add_argument("--no-readme", action="store_true", help="don't rewrite README.md")
     args = parser.parse_args()
 
@@ -143,8 +146,8 @@ def main() -> None:
         train_models(work / "models")
         chosen = [s for s in servers(work / "models", not args.no_kserve)
                   if not args.only or s.name in args.only]
-        results = harness.run_rounds(chosen, scenarios(work), args.rounds, args.seconds,
-                                     log_dir=work)
+        results = harness.run_rounds(chosen, scenarios(work, args.rows), args.rounds,
+                                     args.seconds, log_dir=work)
     names = [s.name for s in chosen]
     sections = [f"Measured {time.strftime('%Y-%m-%d')} on {os.cpu_count()} cores, "
                 f"{args.rounds} rounds of {args.seconds:g} s per scenario, medians; "
