@@ -133,10 +133,11 @@ def _entry(config: Message) -> dict[str, Any]:
             entry["version_policy"] = _policy(_require_message(value, name))
         elif name == "version_labels":
             pairs = dict(_require_message(value, name))
-            if "key" not in pairs or not isinstance(pairs.get("value"), int):
+            number = pairs.get("value")
+            if "key" not in pairs or not isinstance(number, int):
                 raise ConfigError("model config text: version_labels needs a string key and "
                                   "an integer value")
-            labels[str(pairs["key"])] = int(pairs["value"])
+            labels[str(pairs["key"])] = number
         elif name in ("model_type", "logging_config"):
             continue  # deprecated or about request logging: no effect on serving
         else:

@@ -109,7 +109,7 @@ class TensorFlowPredictor(Predictor):
                  signature: str | None = None) -> Classification:
         """TF Serving's classifier: one input ``inputs`` fed serialized ``tf.Example``s,
         outputs ``classes`` and/or ``scores`` of shape ``[N, K]``."""
-        name, sig = self._example_signature(signature)
+        name, sig = self._signature_def(signature)
         if len(sig.inputs) != 1 or "inputs" not in sig.inputs:
             raise InvalidInput(f"No classification inputs found in SignatureDef: {_text(sig)}")
         if not {"classes", "scores"} & set(sig.outputs) or len(sig.outputs) > 2:
@@ -128,7 +128,7 @@ class TensorFlowPredictor(Predictor):
     def regress(self, examples: Sequence[Example], signature: str | None = None) -> Tensor:
         """TF Serving's regressor: one input ``inputs``, one output ``outputs`` of shape
         ``[N]`` or ``[N, 1]``; returns ``[N]`` values."""
-        name, sig = self._example_signature(signature)
+        name, sig = self._signature_def(signature)
         if len(sig.inputs) != 1 or "inputs" not in sig.inputs:
             raise InvalidInput(f"No regression inputs found in SignatureDef: {_text(sig)}")
         if len(sig.outputs) != 1 or "outputs" not in sig.outputs:
@@ -140,7 +140,7 @@ class TensorFlowPredictor(Predictor):
                                f"[batch_size, 1] but got {list(values.shape)}")
         return values.reshape(len(examples))
 
-    def _example_signature(self, signature: str | None
+    def _signature_def(self, signature: str | None
                            ) -> tuple[str, meta_graph_pb2.SignatureDef]:
         name = signature or self._metadata.default_signature
         sig = self.signature_defs.get(name)
@@ -201,7 +201,8 @@ def _feed_value(tensor: tf.Tensor, value: Tensor) -> Tensor:
     dtype = tensor.dtype.base_dtype
     if dtype == tf.string:
         if value.dtype.kind == "U":
-            return np.vectorize(lambda s: s.encode("utf-8"), otypes=[object])(value)
+            encoded: Tensor = np.vectorize(lambda s: s.encode("utf-8"), otypes=[object])(value)
+            return encoded
         if value.dtype.kind not in "OS":
             raise InvalidInput(f"input {tensor.name}: expected strings")
         return value
