@@ -260,3 +260,26 @@ def test_encode_predict_scalar_in_rows() -> None:
 def test_encode_classify_defaults() -> None:
     only_classes = Classification(classes=np.array([[b"a", b"b"]], dtype=object), scores=None)
     assert wire.encode_classify(only_classes, 1) == {"results": [[["a", 0.0], ["b", 0.0]]]}
+
+
+def test_named_features_map_examples_to_rows(make_app: Any, tmp_path: Path) -> None:
+    import xgboost as xgb
+
+    rng = np.random.default_rng(1)
+    x = rng.normal(size=(200, 3))
+    booster = xgb.train({"objective": "reg:squarederror", "nthread": 1},
+                        xgb.DMatrix(x, label=x[:, 0] * 10, feature_names=["a", "b", "c"]),
+                        num_boost_round=20)
+    (tmp_path / "named" / "1").mkdir(parents=True)
+    booster.save_model(tmp_path / "named" / "1" / "model.json")
+    client = make_app({"named": {"base_path": str(tmp_path / "named")}},
+                      protocols=["tfserving"]).test_client()
+    rows = [[1.0, 0.0, 0.0], [-1.0, 0.0, 0.0], [float("nan"), 0.0, 0.0]]
+    expected = booster.inplace_predict(np.asarray(rows, np.float32)).tolist()
+    got = client.post("/v1/models/named:regress", json={
+        "context": {"b": 0.0, "c": 0.0},
+        "examples": [{"a": 1.0}, {"a": -1.0}, {}]}).get_json()
+    assert got["results"] == pytest.approx(expected)  # a missing feature is NaN
+    assert expected[0] > expected[1]
+    unknown = client.post("/v1/models/named:regress", json={"examples": [{"z": 1.0}]})
+    assert unknown.status_code == 400 and "unknown feature(s) ['z']" in unknown.get_json()["error"]
