@@ -1,0 +1,64 @@
+"""The benchmark harness against the real floors under gunicorn, loaded by real ``wrk``."""
+
+from __future__ import annotations
+
+import importlib.util
+import shutil
+import sys
+from pathlib import Path
+from types import ModuleType
+
+import pytest
+
+pytestmark = pytest.mark.e2e
+
+BENCHMARKS = Path(__file__).resolve().parents[2] / "benchmarks"
+
+
+def load(name: str) -> ModuleType:
+    spec = importlib.util.spec_from_file_location(f"bench_{name}", BENCHMARKS / f"{name}.py")
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[spec.name] = module
+    spec.loader.exec_module(module)
+    return module
+
+
+harness = load("harness")
+floors = load("floors")
+
+
+def test_tables_are_ratios_of_medians() -> None:
+    Result = harness.Result
+    results = [Result("ours", "1 row", r, rps, 1.0, 2.0, 0, cpu)
+               for r, rps, cpu in ((1, 300.0, 2.0), (2, 100.0, 1.0), (3, 200.0, 4.0))]
+    results += [Result("base", "1 row", r, 100.0, 1.0, 2.0, 0, 4.0) for r in (1, 2, 3)]
+    table = harness.ratio_table(results, "base", ["ours", "base"])
+    assert "| 1 row | 2.00x | 100 |" in table
+    cpu = harness.ratio_table(results, "base", ["ours", "base"], "requests_per_cpu_s")
+    assert "| 1 row | 2.00x | 250 |" in cpu  # median 500 per CPU second against 250
+    assert "| ours | 1 row | 200.0 | 100.0-300.0 | 2.000 | 3 | 0 |" in harness.raw_table(results)
+
+
+@pytest.mark.skipif(shutil.which("wrk") is None, reason="needs wrk (apt-get install wrk)")
+@pytest.mark.parametrize("app", ["bare", "flask_app"])
+def test_floor_under_wrk(tmp_path: Path, app: str) -> None:
+    body = tmp_path / "body.json"
+    body.write_text('{"instances": [[1.0, 2.0]]}')
+    server = harness.Server(app, floors.gunicorn_command(app), path="/any/{model}:predict")
+    scenario = harness.Scenario("tiny", "m", body, connections=4)
+    results = harness.run_rounds([server], [scenario], rounds=2, seconds=1, log_dir=tmp_path)
+    assert [(r.server, r.scenario, r.round) for r in results] == [
+        (app, "tiny", 1), (app, "tiny", 2)]
+    for result in results:
+        assert result.requests_per_s > 50
+        assert result.errors == 0
+        assert result.latency_ms_p99 >= result.latency_ms_mean > 0
+        assert result.cpu_ms_per_request > 0
+
+
+def test_a_server_that_does_not_start_is_reported(tmp_path: Path) -> None:
+    server = harness.Server("broken", [sys.executable, "-c", "raise SystemExit(3)"], path="/")
+    with pytest.raises(RuntimeError, match="exited with 3"):
+        with harness.started(server, timeout=10, log_dir=tmp_path):
+            pass
