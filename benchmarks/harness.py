@@ -3,8 +3,9 @@
 A benchmark describes :class:`Server` commands and :class:`Scenario` bodies, then calls
 :func:`run_rounds`, which starts every server on a free ``127.0.0.1`` port, checks that each
 answers each scenario correctly, then for several rounds warms each up and measures it with
-``wrk``, the servers taking turns per scenario, and stops them. :func:`ratio_table` prints the medians as ratios against a named baseline
-measured in the same run, so a noisy machine moves all servers together.
+``wrk``, the servers taking turns per scenario, and stops them. :func:`ratio_table` prints
+the medians as ratios against a named baseline measured in the same run, so a noisy machine
+moves all servers together.
 
 ``wrk`` (Debian package ``wrk``) must be on ``PATH``; :func:`require_wrk` says so.
 """

@@ -7,8 +7,9 @@ Runs in its own virtual environment (``benchmarks/.venv-kserve``, requirements i
 
     .venv-kserve/bin/python kserve_server.py --lr_dir LR --xgb_dir XGB --http_port 8080 --workers 2
 
-``LR`` holds ``model.joblib`` (model ``lr``), ``XGB`` holds ``model.json`` (model ``xgb``). gRPC is off, and request logging
-too: the uvicorn access log and KServe's per-request latency line.
+``LR`` holds ``model.joblib`` (model ``lr``), ``XGB`` holds ``model.json`` (model ``xgb``).
+gRPC is off, and request logging too: the uvicorn access log and KServe's per-request
+latency line.
 """
 
 from __future__ import annotations

@@ -90,7 +90,7 @@ class SklearnPredictor(Predictor):
 def is_linear_classifier(model: Any) -> bool:
     """A linear classifier (LogisticRegression, SGDClassifier, ...) whose ``predict`` is
     scikit-learn's own, fitted without feature names (those make scikit-learn warn)."""
-    from sklearn.linear_model import LogisticRegression
+    from sklearn.linear_model import LogisticRegression  # type: ignore[import-untyped]  # no hints
 
     cls = type(model)
     return (getattr(cls, "predict", None) is LogisticRegression.predict
@@ -112,7 +112,8 @@ def linear_predict(model: Any, features: Tensor) -> Tensor:
         indices = (scores[:, 0] > 0).astype(np.intp)
     else:
         indices = scores.argmax(axis=1)
-    return model.classes_.take(indices, axis=0)
+    labels: Tensor = model.classes_.take(indices, axis=0)
+    return labels
 
 
 def _plain_finite(features: Tensor) -> bool:
