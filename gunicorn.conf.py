@@ -30,17 +30,6 @@ keepalive = 2
 #       several servers on one host (or one per model set) would fight over it.
 control_socket_disable = True
 
-#   logconfig_dict - flask_predict's own log lines (models loaded, failed requests) go to
-#       gunicorn's error log; LOG_LEVEL sets how much.
-logconfig_dict = {
-    "version": 1,
-    "disable_existing_loggers": False,
-    "loggers": {
-        "flask_predict": {"level": os.environ.get("LOG_LEVEL", "INFO").upper(),
-                          "handlers": ["error_console"], "propagate": False},
-    },
-}
-
 # Each worker sizes its native thread pools to its share of the cores.
 server.share_cores(workers)
 # Workers share one folder for server-wide state (grps online/offline, request metrics).
@@ -54,6 +43,10 @@ def on_starting(server_):
 
 def post_fork(server_, worker):
     server.worker_started(worker.age, server_.num_workers)
+    # flask_predict's own lines (models loaded, failed requests) go to gunicorn's error log
+    # at $LOG_LEVEL. Not logconfig_dict: that would make gunicorn build every request's
+    # access-log fields even with no access log.
+    server.route_logs(worker.log.error_log, os.environ.get("LOG_LEVEL", "INFO"))
 
 
 def post_worker_init(worker):

@@ -70,6 +70,15 @@ def worker_started(age: int, workers: int) -> None:
     os.environ[WORKER_INDEX_VARIABLE] = str((age - 1) % max(workers, 1))
 
 
+def route_logs(target: logging.Logger, level: str) -> None:
+    """Send the ``flask_predict`` logger's records to *target*'s handlers (gunicorn's error
+    log) at *level*."""
+    source = logging.getLogger("flask_predict")
+    source.handlers = list(target.handlers)
+    source.setLevel(level.upper())
+    source.propagate = False
+
+
 def close_worker(app: Flask) -> None:
     """Release the worker's models."""
     logging.getLogger(__name__).info("flask_predict: worker %s releasing its models",
