@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Iterator
+from contextlib import contextmanager
 from typing import Any, Mapping, Sequence
 
 import numpy as np
@@ -14,6 +15,18 @@ from .repository import LoadedVersion
 from .types import Classification, Example, InferenceRequest, InferenceResponse, Tensor
 
 logger = logging.getLogger(__name__)
+
+
+@contextmanager
+def calling(loaded: LoadedVersion, verb: str = "predict") -> Iterator[None]:
+    """Run a predictor method: our own errors pass, anything else becomes
+    :class:`PredictorFailed` (500, generic message) with the cause chained for the log."""
+    try:
+        yield
+    except PredictError:
+        raise
+    except Exception as exc:
+        raise PredictorFailed(f"model {loaded.name!r} failed to {verb}") from exc
 
 
 def resolve(state: PredictState, model: str, version: str | int | None = None,
@@ -31,13 +44,9 @@ def predict(state: PredictState, request: InferenceRequest) -> InferenceResponse
         if unknown:
             raise InvalidInput(f"unknown output(s) {unknown}; the model's outputs are "
                                f"{[spec.name for spec in signature.outputs]}")
-    try:
+    with calling(loaded):
         outputs = loaded.predictor.predict_tensors(request.inputs, request.outputs,
                                                    request.signature)
-    except PredictError:
-        raise
-    except Exception as exc:
-        raise PredictorFailed(f"model {loaded.name!r} failed to predict") from exc
     if not isinstance(outputs, Mapping) or not all(
             isinstance(v, np.ndarray) for v in outputs.values()):
         raise PredictorFailed(f"model {loaded.name!r} returned {type(outputs).__name__}, "
@@ -48,12 +57,8 @@ def predict(state: PredictState, request: InferenceRequest) -> InferenceResponse
 def predict_instances(loaded: LoadedVersion, instances: list[Any],
                       kwargs: Mapping[str, Any]) -> list[Any]:
     """Run the instances door of *loaded*: AI Platform's ``predict(instances, **kwargs)``."""
-    try:
+    with calling(loaded):
         predictions = loaded.predictor.predict(instances, **kwargs)
-    except PredictError:
-        raise
-    except Exception as exc:
-        raise PredictorFailed(f"model {loaded.name!r} failed to predict") from exc
     if isinstance(predictions, np.ndarray):
         predictions = predictions.tolist()
     if not isinstance(predictions, (list, tuple)):
@@ -71,12 +76,8 @@ def predict_stream(loaded: LoadedVersion, instances: list[Any],
     message. ``predict`` is called at once; the items are produced as the caller iterates,
     and a failure while producing one raises :class:`PredictorFailed`.
     """
-    try:
+    with calling(loaded):
         result = loaded.predictor.predict(instances, **kwargs)
-    except PredictError:
-        raise
-    except Exception as exc:
-        raise PredictorFailed(f"model {loaded.name!r} failed to predict") from exc
     if isinstance(result, np.ndarray):
         result = result.tolist()
     if isinstance(result, (list, tuple)):
@@ -103,12 +104,8 @@ def _streamed_items(loaded: LoadedVersion, items: Iterator[Any]) -> Iterator[lis
 def classify(loaded: LoadedVersion, examples: Sequence[Example],
              signature: str | None = None) -> Classification:
     """Run :meth:`Predictor.classify` of *loaded* (TF Serving's ``:classify``)."""
-    try:
+    with calling(loaded, "classify"):
         result = loaded.predictor.classify(examples, signature)
-    except PredictError:
-        raise
-    except Exception as exc:
-        raise PredictorFailed(f"model {loaded.name!r} failed to classify") from exc
     if not isinstance(result, Classification):
         raise PredictorFailed(f"model {loaded.name!r} returned {type(result).__name__}, "
                               "not a Classification")
@@ -118,21 +115,13 @@ def classify(loaded: LoadedVersion, examples: Sequence[Example],
 def regress(loaded: LoadedVersion, examples: Sequence[Example],
             signature: str | None = None) -> Tensor:
     """Run :meth:`Predictor.regress` of *loaded* (TF Serving's ``:regress``)."""
-    try:
+    with calling(loaded, "regress"):
         values = loaded.predictor.regress(examples, signature)
-    except PredictError:
-        raise
-    except Exception as exc:
-        raise PredictorFailed(f"model {loaded.name!r} failed to regress") from exc
     return np.asarray(values)
 
 
 def predict_matrix(loaded: LoadedVersion, matrix: np.ndarray) -> list[Any] | None:
     """The instances door for instances parsed straight into a float64 matrix
     (``codecs.number_matrix``); ``None`` when *loaded* needs them as JSON values."""
-    try:
+    with calling(loaded):
         return loaded.predictor.predict_matrix(matrix)
-    except PredictError:
-        raise
-    except Exception as exc:
-        raise PredictorFailed(f"model {loaded.name!r} failed to predict") from exc
