@@ -10,11 +10,16 @@ a complete, consistent set of versions.
 
 from __future__ import annotations
 
+import bz2
+import gzip
+import io
 import logging
+import lzma
 import os
 import pickletools
 import threading
 import time
+import zlib
 from dataclasses import dataclass, field
 from typing import Callable, Iterable, Mapping
 
@@ -406,11 +411,15 @@ def detect_predictor(model_dir: str, spec: ModelSpec) -> str:
 
 
 def pickled_module(path: str) -> str:
-    """The module of the first class referenced in a (possibly compressed) pickle file."""
+    """The module of the first class referenced in a (possibly compressed) pickle file.
+
+    Only the opcodes are read (the first MiB is plenty), nothing is unpickled.
+    """
     with _open_maybe_compressed(path) as stream:
+        head = stream.read(1 << 20)
         strings: list[str] = []
         try:
-            for opcode, arg, _ in pickletools.genops(stream):
+            for opcode, arg, _ in pickletools.genops(head):
                 if opcode.name in ("GLOBAL", "INST") and isinstance(arg, str):
                     return arg.split(" ")[0]
                 if opcode.name == "STACK_GLOBAL" and len(strings) >= 2:
@@ -422,17 +431,12 @@ def pickled_module(path: str) -> str:
     raise ConfigError(f"{path!r} holds no class reference")
 
 
-def _open_maybe_compressed(path: str):  # type: ignore[no-untyped-def]
-    import bz2
-    import gzip
-    import lzma
-    import zlib
-    import io
-
+def _open_maybe_compressed(path: str) -> io.BufferedIOBase:
+    """The pickle stream of *path*: plain, or compressed as joblib writes it."""
     with open(path, "rb") as raw:
         head = raw.read(6)
     if head.startswith(b"\x1f\x8b"):
-        return gzip.open(path, "rb")
+        return gzip.GzipFile(path, "rb")
     if head.startswith(b"BZh"):
         return bz2.open(path, "rb")
     if head.startswith(b"\xfd7zXZ") or head.startswith(b"\x5d\x00\x00"):

@@ -320,3 +320,78 @@ def test_tree_stamp_sees_nested_writes(tmp_path: Path) -> None:
     os.utime(nested / "data", (later, later))
     assert tree_stamp(str(tmp_path)) == later
     assert tree_stamp(str(tmp_path / "missing")) == 0.0
+
+
+# --- which plugin a version folder needs ------------------------------------------------------
+
+class _Evil:
+    """Unpickling this would create a file: detection must never unpickle."""
+
+    def __init__(self, path: str) -> None:
+        self.path = path
+
+    def __reduce__(self) -> tuple[object, tuple[str, str]]:
+        return (open, (self.path, "w"))
+
+
+def _spec(**options: object) -> ModelSpec:
+    return ModelSpec(name="m", base_path="/unused", options=options)
+
+
+@pytest.mark.parametrize("compress", [0, 3, ("gzip", 3), ("lzma", 3), ("bz2", 3)])
+def test_detects_sklearn_and_xgboost_pickles(tmp_path: Path, compress: object) -> None:
+    import joblib
+    import xgboost as xgb
+    from sklearn.linear_model import LinearRegression
+
+    from flask_predict.repository import detect_predictor
+
+    (tmp_path / "sk").mkdir()
+    joblib.dump(LinearRegression().fit([[0.0], [1.0]], [0.0, 1.0]),
+                tmp_path / "sk" / "model.joblib", compress=compress)
+    assert detect_predictor(str(tmp_path / "sk"), _spec()) == "sklearn"
+    (tmp_path / "xg").mkdir()
+    joblib.dump(xgb.XGBRegressor(n_estimators=2).fit([[0.0], [1.0]], [0.0, 1.0]),
+                tmp_path / "xg" / "model.joblib", compress=compress)
+    assert detect_predictor(str(tmp_path / "xg"), _spec()) == "xgboost"
+
+
+@pytest.mark.parametrize("files, expected", [
+    (["saved_model.pb"], "tensorflow"),
+    (["model.bst"], "xgboost"),
+    (["model.json"], "xgboost"),
+    (["model.ubj"], "xgboost"),
+])
+def test_detects_by_file_name(tmp_path: Path, files: list[str], expected: str) -> None:
+    from flask_predict.repository import detect_predictor
+
+    for name in files:
+        (tmp_path / name).write_bytes(b"")
+    assert detect_predictor(str(tmp_path), _spec()) == expected
+
+
+def test_detection_errors_and_custom(tmp_path: Path) -> None:
+    from flask_predict.repository import detect_predictor
+
+    assert detect_predictor(str(tmp_path), _spec(**{"class": "p.C"})) == "custom"
+    with pytest.raises(ConfigError, match="no model file"):
+        detect_predictor(str(tmp_path), _spec())
+    (tmp_path / "model.pkl").write_bytes(b"")
+    (tmp_path / "model.bst").write_bytes(b"")
+    with pytest.raises(ConfigError, match="several model files"):
+        detect_predictor(str(tmp_path), _spec())
+
+
+def test_detection_never_unpickles(tmp_path: Path) -> None:
+    import pickle
+
+    from flask_predict.repository import detect_predictor, pickled_module
+
+    marker = tmp_path / "executed"
+    (tmp_path / "model.pkl").write_bytes(pickle.dumps(_Evil(str(marker))))
+    assert pickled_module(str(tmp_path / "model.pkl")) in ("io", "builtins")
+    assert detect_predictor(str(tmp_path), _spec()) == "sklearn"
+    assert not marker.exists()
+    (tmp_path / "model.pkl").write_bytes(b"garbage")
+    with pytest.raises(ConfigError, match="not a readable pickle|no class reference"):
+        pickled_module(str(tmp_path / "model.pkl"))

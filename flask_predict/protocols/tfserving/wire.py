@@ -183,7 +183,8 @@ def _rows(array: Tensor, name: str) -> Sequence[Any]:
     """One entry per row; float32 rows stay numpy so they print at float32 precision."""
     if array.dtype.kind in "biuf" and array.dtype != np.float32:
         _value(array, name)  # refuses unprintable dtypes
-        return array.tolist()  # type: ignore[no-any-return]
+        rows: list[Any] = array.tolist()
+        return rows
     value = _value(array, name)
     return value if isinstance(value, list) else list(value)
 
@@ -259,7 +260,9 @@ def encode_classify(result: Classification, count: int) -> dict[str, Any]:
     if classes is None and scores is None:
         raise InvalidInput("Expected classification signature outputs to contain at least "
                            'one of "classes" or "scores".')
-    width = (scores if scores is not None else classes).shape[-1]  # type: ignore[union-attr]
+    present = scores if scores is not None else classes
+    assert present is not None  # both None was refused above
+    width = present.shape[-1]
     labels = (codecs.json_value(np.asarray(classes)) if classes is not None
               else [[""] * width for _ in range(count)])
     values = scores if scores is not None else np.zeros((count, width), np.float32)

@@ -90,7 +90,7 @@ class SklearnPredictor(Predictor):
 def is_linear_classifier(model: Any) -> bool:
     """A linear classifier (LogisticRegression, SGDClassifier, ...) whose ``predict`` is
     scikit-learn's own, fitted without feature names (those make scikit-learn warn)."""
-    from sklearn.linear_model import LogisticRegression  # type: ignore[import-untyped]  # no hints
+    from sklearn.linear_model import LogisticRegression
 
     cls = type(model)
     return (getattr(cls, "predict", None) is LogisticRegression.predict
