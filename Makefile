@@ -8,7 +8,7 @@ PORT ?= 8080
 PLUGINS := plugins/sklearn plugins/xgboost plugins/custom plugins/tensorflow
 INSTALLED := $(VENV)/.installed
 
-.PHONY: install serve test demo bench clean
+.PHONY: install serve test typecheck demo bench clean
 
 install: $(INSTALLED)
 
@@ -27,6 +27,9 @@ serve: demo
 
 test: install
 	$(PY) -m pytest $(PYTEST_ARGS)
+
+typecheck: install
+	$(VENV)/bin/mypy
 
 bench: install
 	$(PY) benchmarks/run.py
