@@ -26,7 +26,7 @@ def read_body() -> bytes:
                               f"{limit} bytes")
     try:
         if length is not None:
-            return request.get_data(cache=True)
+            return _read_exactly(length)
         data: bytes = request.stream.read(limit + 1)
     except RequestEntityTooLarge:
         raise PayloadTooLarge("request body is over the server's size limit")
@@ -34,6 +34,18 @@ def read_body() -> bytes:
         raise InvalidInput("the request body ended early")
     if len(data) > limit:
         raise PayloadTooLarge(f"request body is over the limit of {limit} bytes")
+    return data
+
+
+def _read_exactly(length: int) -> bytes:
+    """A body of known length in one read from the server's input stream: a 2 MB body
+    through Werkzeug's 64 KiB chunks costs a copy and a loop more."""
+    environ = request.environ
+    if environ.get("wsgi.input_terminated"):
+        return request.get_data(cache=True)
+    data: bytes = environ["wsgi.input"].read(length)
+    if len(data) != length:
+        raise ClientDisconnected()
     return data
 
 
@@ -47,7 +59,7 @@ def read_json() -> Any:
 
 def parse_json(body: bytes) -> Any:
     """*body* parsed as :func:`read_json` parses it."""
-    if not body.strip():
+    if not body or body.isspace():
         raise InvalidInput("JSON Parse error: The document is empty")
     return codecs.loads(body)
 
