@@ -345,3 +345,13 @@ def raw_table(results: Sequence[Result]) -> str:
                      f"{cpu[server, scenario]:.3f} | {len(runs)} | "
                      f"{sum(r.errors for r in runs)} |")
     return "\n".join(lines)
+
+
+def update_readme(section: str, report: str) -> None:
+    """Replace the text between ``<!-- section:start -->`` and ``<!-- section:end -->`` in
+    benchmarks/README.md with *report*."""
+    readme = Path(__file__).resolve().parent / "README.md"
+    text = readme.read_text()
+    start_marker, end_marker = f"<!-- {section}:start -->", f"<!-- {section}:end -->"
+    start, end = text.index(start_marker) + len(start_marker), text.index(end_marker)
+    readme.write_text(text[:start] + "\n" + report + "\n" + text[end:])

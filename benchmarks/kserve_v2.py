@@ -42,8 +42,6 @@ MLSERVER_VENV = HERE / ".venv-mlserver"
 ROW_COUNTS = (1, 10_000)
 HEADER = "Inference-Header-Content-Length"
 V2_SIZES = {"FP32": "f4", "FP64": "f8", "INT32": "i4", "INT64": "i8"}
-RESULTS_START = "<!-- kserve_v2:start -->"
-RESULTS_END = "<!-- kserve_v2:end -->"
 
 
 def rows_of(count: int) -> np.ndarray:
@@ -198,13 +196,6 @@ def report(results: list[harness.Result], rounds: int, seconds: float,
     return "\n\n".join(sections)
 
 
-def update_readme(text: str) -> None:
-    readme = HERE / "README.md"
-    current = readme.read_text()
-    start = current.index(RESULTS_START) + len(RESULTS_START)
-    end = current.index(RESULTS_END)
-    readme.write_text(current[:start] + "\n" + text + "\n" + current[end:])
-
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
@@ -229,7 +220,7 @@ def main() -> None:
     results_dir.mkdir(exist_ok=True)
     (results_dir / time.strftime("v2-%Y%m%d-%H%M%S.md")).write_text(text + "\n")
     if not args.no_readme:
-        update_readme(text)
+        harness.update_readme("kserve_v2", text)
 
 
 if __name__ == "__main__":

@@ -40,8 +40,6 @@ ROOT = HERE.parent
 KSERVE_VENV = HERE / ".venv-kserve"
 FEATURES = 20
 ROW_COUNTS = (1, 100, 10_000)
-RESULTS_START = "<!-- results:start -->"
-RESULTS_END = "<!-- results:end -->"
 THREAD_VARIABLES = ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS",
                     "BLIS_NUM_THREADS", "VECLIB_MAXIMUM_THREADS", "NUMEXPR_NUM_THREADS",
                     "TF_NUM_INTRAOP_THREADS", "TF_NUM_INTEROP_THREADS",
@@ -120,12 +118,6 @@ def servers(models: Path, with_kserve: bool) -> list[Server]:
     return found
 
 
-def update_readme(report: str) -> None:
-    readme = HERE / "README.md"
-    text = readme.read_text()
-    start, end = text.index(RESULTS_START) + len(RESULTS_START), text.index(RESULTS_END)
-    readme.write_text(text[:start] + "\n" + report + "\n" + text[end:])
-
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
@@ -169,7 +161,7 @@ def main() -> None:
     results_dir.mkdir(exist_ok=True)
     (results_dir / time.strftime("%Y%m%d-%H%M%S.md")).write_text(report + "\n")
     if not args.no_readme:
-        update_readme(report)
+        harness.update_readme("results", report)
 
 
 if __name__ == "__main__":

@@ -41,8 +41,6 @@ ROOT = HERE.parent
 HALF_PLUS_TWO = ROOT.parent / "shared" / "testdata" / "tfserving" / "saved_model_half_plus_two_cpu"
 ROW_COUNTS = (1, 10_000)
 MODELS = ("half_plus_two", "lr", "xgb")
-RESULTS_START = "<!-- tfserving:start -->"
-RESULTS_END = "<!-- tfserving:end -->"
 
 
 def write_scalar_body(path: Path, rows: int) -> Path:
@@ -103,13 +101,6 @@ def report(results: list[harness.Result], rounds: int, seconds: float) -> str:
     ])
 
 
-def update_readme(text: str) -> None:
-    readme = HERE / "README.md"
-    current = readme.read_text()
-    start = current.index(RESULTS_START) + len(RESULTS_START)
-    end = current.index(RESULTS_END)
-    readme.write_text(current[:start] + "\n" + text + "\n" + current[end:])
-
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
@@ -132,7 +123,7 @@ def main() -> None:
     results_dir.mkdir(exist_ok=True)
     (results_dir / time.strftime("tfserving-%Y%m%d-%H%M%S.md")).write_text(text + "\n")
     if not args.no_readme:
-        update_readme(text)
+        harness.update_readme("tfserving", text)
 
 
 if __name__ == "__main__":
