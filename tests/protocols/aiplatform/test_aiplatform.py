@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import io
 import json
-import math
 from pathlib import Path
 from typing import Any
 
@@ -14,24 +13,9 @@ from flask.testing import FlaskClient
 
 from flask_predict.protocols.aiplatform import decode_predict
 from flask_predict.errors import InvalidInput
+from tests.protocols.compare import assert_json_close
 
 CASES = sorted((Path(__file__).parent / "cases").glob("*.request.json"))
-
-
-def assert_json_close(got: Any, expected: Any) -> None:
-    """Equal JSON, floats compared with a relative tolerance."""
-    if isinstance(expected, float):
-        assert isinstance(got, (int, float)) and math.isclose(got, expected, rel_tol=1e-6)
-    elif isinstance(expected, dict):
-        assert isinstance(got, dict) and got.keys() == expected.keys()
-        for key in expected:
-            assert_json_close(got[key], expected[key])
-    elif isinstance(expected, list):
-        assert isinstance(got, list) and len(got) == len(expected)
-        for g, e in zip(got, expected):
-            assert_json_close(g, e)
-    else:
-        assert got == expected and type(got) is type(expected)
 
 
 @pytest.mark.parametrize("case", CASES, ids=lambda p: p.name.split(".")[0])

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-import math
 from pathlib import Path
 from typing import Any
 
@@ -18,6 +17,7 @@ from flask_predict.protocols.grps import wire
 from flask_predict.types import Signature, TensorSpec
 from tests.conftest import TESTDATA, AppFactory
 from tests.protocols.grps.models import make_grps_models
+from tests.protocols.compare import assert_json_close
 
 CASES = sorted((Path(__file__).parent / "cases").glob("*.request.json"))
 PREDICT = "/grps/v1/infer/predict"
@@ -40,23 +40,6 @@ def grps(grps_app: Flask) -> FlaskClient:
     return grps_app.test_client()
 
 
-def assert_json_close(got: Any, expected: Any) -> None:
-    """Equal JSON, floats compared with a relative tolerance."""
-    if isinstance(expected, float):
-        assert isinstance(got, (int, float)) and math.isclose(got, expected, rel_tol=1e-3,
-                                                              abs_tol=1e-6), (got, expected)
-    elif isinstance(expected, dict):
-        assert isinstance(got, dict) and got.keys() == expected.keys(), (got, expected)
-        for key in expected:
-            assert_json_close(got[key], expected[key])
-    elif isinstance(expected, list):
-        assert isinstance(got, list) and len(got) == len(expected), (got, expected)
-        for g, e in zip(got, expected):
-            assert_json_close(g, e)
-    else:
-        assert got == expected and type(got) is type(expected), (got, expected)
-
-
 @pytest.mark.parametrize("case", CASES, ids=lambda p: p.name.split(".")[0])
 def test_case(grps: FlaskClient, case: Path) -> None:
     sent = json.loads(case.read_text())
@@ -72,7 +55,7 @@ def test_case(grps: FlaskClient, case: Path) -> None:
     assert body["status"]["code"] == got.status_code
     assert body["status"]["status"] == ("SUCCESS" if got.status_code == 200 else "FAILURE")
     assert "Traceback" not in body["status"]["msg"]
-    assert_json_close(body, expected["body"])
+    assert_json_close(body, expected["body"], rel_tol=1e-3, abs_tol=1e-6)
 
 
 # --- payloads beyond the cases ----------------------------------------------------------------

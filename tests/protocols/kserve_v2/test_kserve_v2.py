@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import gzip
 import json
-import math
 import struct
 import zlib
 from importlib.metadata import version as package_version
@@ -27,25 +26,10 @@ from flask_predict.codecs import V2_TO_NUMPY
 from flask_predict.protocols.kserve_v2 import wire
 from flask_predict.protocols.kserve_v2.binary import split_body
 from flask_predict.types import DEFAULT_SIGNATURE, ModelSpec, Tensor
+from tests.protocols.compare import assert_json_close
 
 CASES = sorted((Path(__file__).parent / "cases").glob("*.request.json"))
 HEADER = "Inference-Header-Content-Length"
-
-
-def assert_json_close(got: Any, expected: Any, path: str = "$") -> None:
-    """Equal JSON values, floats compared with a relative tolerance."""
-    if isinstance(expected, float) and isinstance(got, (int, float)):
-        assert math.isclose(got, expected, rel_tol=1e-6, abs_tol=1e-12), path
-    elif isinstance(expected, dict):
-        assert isinstance(got, dict) and got.keys() == expected.keys(), path
-        for key in expected:
-            assert_json_close(got[key], expected[key], f"{path}.{key}")
-    elif isinstance(expected, list):
-        assert isinstance(got, list) and len(got) == len(expected), path
-        for index, (g, e) in enumerate(zip(got, expected)):
-            assert_json_close(g, e, f"{path}[{index}]")
-    else:
-        assert got == expected, path
 
 
 @pytest.mark.parametrize("case", CASES, ids=lambda p: p.name.split(".")[0])

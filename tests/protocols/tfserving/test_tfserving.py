@@ -16,25 +16,9 @@ from flask_predict.errors import InvalidInput
 from flask_predict.protocols.tfserving import wire
 from flask_predict.types import Classification, Signature, TensorSpec
 from tests.tf_models import TFSERVING
+from tests.protocols.compare import assert_json_close
 
 CASES = sorted((Path(__file__).parent / "cases").glob("*.request.json"))
-
-
-def assert_json_close(got: Any, expected: Any) -> None:
-    """Equal JSON, floats compared with a relative tolerance."""
-    if isinstance(expected, float):
-        assert isinstance(got, (int, float)) and math.isclose(got, expected, rel_tol=1e-6), \
-            (got, expected)
-    elif isinstance(expected, dict):
-        assert isinstance(got, dict) and got.keys() == expected.keys(), (got, expected)
-        for key in expected:
-            assert_json_close(got[key], expected[key])
-    elif isinstance(expected, list):
-        assert isinstance(got, list) and len(got) == len(expected), (got, expected)
-        for g, e in zip(got, expected):
-            assert_json_close(g, e)
-    else:
-        assert got == expected and type(got) is type(expected), (got, expected)
 
 
 def send(client: FlaskClient, sent: dict[str, Any]) -> Any:
