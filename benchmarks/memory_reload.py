@@ -145,26 +145,29 @@ def exercise(port: int, models: Sequence[str], workers: int) -> None:
             assert status == 200, data[:300]
 
 
+def reload_server(models: dict[str, Any], poll_seconds: float, workers: int) -> harness.Server:
+    """flask-predict under gunicorn, watching the model folders every *poll_seconds*."""
+    return harness.Server(
+        name="flask-predict", path="/v1/models/{model}:predict", cwd=ROOT,
+        command=[sys.executable, "-m", "gunicorn", "-c", "gunicorn.conf.py",
+                 "--bind", "127.0.0.1:{port}", "wsgi:app"],
+        env={"FLASK_PREDICT_MODELS": json.dumps(models),
+             "FLASK_PREDICT_POLL_SECONDS": str(poll_seconds), "WEB_CONCURRENCY": str(workers),
+             "FLASK_PREDICT_PROTOCOLS": '["tfserving", "kserve_v2"]'},
+        ready_path="/v2/health/ready", ready_status=200)
+
+
 def run(rounds: int, tensorflow: bool, workers: int) -> list[dict[int, int]]:
     """RSS (KiB) of every worker after the first load, then after each replacement."""
     root = Path(tempfile.mkdtemp(prefix="memory-reload-"))
     try:
         models = build_models(root, tensorflow)
-        port = harness.free_port()
-        env = {**os.environ, "FLASK_PREDICT_MODELS": json.dumps(models),
-               "FLASK_PREDICT_POLL_SECONDS": str(POLL_SECONDS), "WEB_CONCURRENCY": str(workers),
-               "FLASK_PREDICT_PROTOCOLS": '["tfserving", "kserve_v2"]'}
-        command = [sys.executable, "-m", "gunicorn", "-c", "gunicorn.conf.py",
-                   "--bind", f"127.0.0.1:{port}", "wsgi:app"]
-        log = root / "gunicorn.log"
-        with open(log, "wb") as out:
-            process = subprocess.Popen(command, cwd=ROOT, env=env, stdout=out,
-                                       stderr=subprocess.STDOUT, start_new_session=True)
-        try:
-            harness.wait_until_answering(port, "/v2/health/ready", process, 300, log, 200)
+        server = reload_server(models, POLL_SECONDS, workers)
+        with harness.started(server, timeout=300, log_dir=root) as running:
+            port = running.port
             exercise(port, list(models), workers)
             time.sleep(2)
-            pids = worker_pids(process.pid)
+            pids = worker_pids(running.group)
             samples = [{pid: rss_kib(pid) for pid in pids}]
             for version in range(2, rounds + 2):
                 for name in models:
@@ -178,13 +181,11 @@ def run(rounds: int, tensorflow: bool, workers: int) -> list[dict[int, int]]:
                     for name in models:  # (version 1 stays: it is the copies' source)
                         shutil.rmtree(root / name / str(version - 1))
                 time.sleep(3 * POLL_SECONDS)  # the replaced version is closed a poll later
-                assert worker_pids(process.pid) == pids, "a worker was replaced"
+                assert worker_pids(running.group) == pids, "a worker was replaced"
                 samples.append({pid: rss_kib(pid) for pid in pids})
                 print(f"round {version - 1:2d}: " + "  ".join(
                     f"{pid}: {kib / 1024:7.1f} MiB" for pid, kib in samples[-1].items()),
                     flush=True)
-        finally:
-            harness.stop(process)
         return samples
     finally:
         shutil.rmtree(root, ignore_errors=True)

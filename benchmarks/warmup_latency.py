@@ -14,11 +14,8 @@ warm-up and the median steady-state latency, as ratios against the steady state.
 from __future__ import annotations
 
 import argparse
-import json
-import os
 import shutil
 import statistics
-import subprocess
 import sys
 import tempfile
 import time
@@ -30,7 +27,6 @@ sys.path.insert(0, str(HERE))
 import harness  # noqa: E402
 import memory_reload  # noqa: E402
 
-ROOT = HERE.parent
 WARMUP_FILE = Path("assets.extra") / "warmup_requests.json"
 
 
@@ -56,20 +52,11 @@ def run(rounds: int) -> dict[str, dict[str, list[float]]]:
     try:
         models = memory_reload.build_models(root, tensorflow=True)
         bodies = {name: memory_reload.body_for(name) for name in models}
-        port = harness.free_port()
-        env = {**os.environ, "FLASK_PREDICT_MODELS": json.dumps(models),
-               "FLASK_PREDICT_POLL_SECONDS": "0.2", "WEB_CONCURRENCY": "1",
-               "FLASK_PREDICT_PROTOCOLS": '["tfserving", "kserve_v2"]'}
-        command = [sys.executable, "-m", "gunicorn", "-c", "gunicorn.conf.py",
-                   "--bind", f"127.0.0.1:{port}", "wsgi:app"]
-        log = root / "gunicorn.log"
-        with open(log, "wb") as out:
-            process = subprocess.Popen(command, cwd=ROOT, env=env, stdout=out,
-                                       stderr=subprocess.STDOUT, start_new_session=True)
+        server = memory_reload.reload_server(models, 0.2, workers=1)
         times: dict[str, dict[str, list[float]]] = {
             name: {"cold": [], "warm": [], "steady": []} for name in models}
-        try:
-            harness.wait_until_answering(port, "/v2/health/ready", process, 300, log, 200)
+        with harness.started(server, timeout=300, log_dir=root) as running:
+            port = running.port
             version = 1
             for round_ in range(2 * rounds):
                 version += 1
@@ -84,8 +71,6 @@ def run(rounds: int) -> dict[str, dict[str, list[float]]]:
                         timed_post(port, name, bodies[name]))
                     times[name]["steady"].extend(
                         timed_post(port, name, bodies[name]) for _ in range(20))
-        finally:
-            harness.stop(process)
         return times
     finally:
         shutil.rmtree(root, ignore_errors=True)
