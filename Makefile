@@ -8,7 +8,7 @@ PORT ?= 8080
 PLUGINS := plugins/sklearn plugins/xgboost plugins/custom plugins/tensorflow
 INSTALLED := $(VENV)/.installed
 
-.PHONY: install serve test typecheck demo bench clean
+.PHONY: install system-deps serve test typecheck demo bench clean
 
 install: $(INSTALLED)
 
@@ -25,7 +25,10 @@ serve: demo
 	PORT=$(PORT) FLASK_PREDICT_MODEL_CONFIG_FILE=demo/models/models.json \
 		$(VENV)/bin/gunicorn -c gunicorn.conf.py wsgi:app
 
-test: install
+system-deps:
+	.ci/install-system-deps
+
+test: install system-deps
 	$(PY) -m pytest $(PYTEST_ARGS)
 
 typecheck: install
