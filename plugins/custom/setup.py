@@ -7,6 +7,8 @@ setup(
     packages=["flask_predict_custom"],
     package_data={"flask_predict_custom": ["py.typed"]},
     install_requires=["flask-predict"],
-    entry_points={"flask_predict.predictors": [
+    entry_points={
+        "flask_predict.manifests": ["custom = flask_predict_custom.manifest:MANIFEST"],
+        "flask_predict.predictors": [
         "custom = flask_predict_custom:CustomPredictor"]},
 )

@@ -8,6 +8,8 @@ setup(
     package_data={"flask_predict_tensorflow": ["py.typed"]},
     install_requires=["flask-predict", "tensorflow>=2.16", "protobuf>=5.26",
                       "tensorflow-serving-api>=2.16"],
-    entry_points={"flask_predict.predictors": [
+    entry_points={
+        "flask_predict.manifests": ["tensorflow = flask_predict_tensorflow.manifest:MANIFEST"],
+        "flask_predict.predictors": [
         "tensorflow = flask_predict_tensorflow:TensorFlowPredictor"]},
 )

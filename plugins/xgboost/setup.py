@@ -7,6 +7,8 @@ setup(
     packages=["flask_predict_xgboost"],
     package_data={"flask_predict_xgboost": ["py.typed"]},
     install_requires=["flask-predict", "xgboost>=1.7", "joblib"],
-    entry_points={"flask_predict.predictors": [
+    entry_points={
+        "flask_predict.manifests": ["xgboost = flask_predict_xgboost.manifest:MANIFEST"],
+        "flask_predict.predictors": [
         "xgboost = flask_predict_xgboost:XGBoostPredictor"]},
 )

@@ -7,6 +7,8 @@ setup(
     version="1.0.0",
     packages=["flask_predict_threshold"],
     install_requires=["flask-predict"],
-    entry_points={"flask_predict.predictors": [
-        "threshold = flask_predict_threshold:ThresholdPredictor"]},
+    entry_points={
+        "flask_predict.manifests": ["threshold = flask_predict_threshold.manifest:MANIFEST"],
+        "flask_predict.predictors": ["threshold = flask_predict_threshold:ThresholdPredictor"],
+    },
 )

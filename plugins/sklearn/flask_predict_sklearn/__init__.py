@@ -19,7 +19,7 @@ from flask_predict import (FailedPrecondition, InvalidInput, ModelMetadata, Pred
 from flask_predict.codecs import NUMPY_TO_V2, check_shape
 from flask_predict.types import DEFAULT_SIGNATURE, Tensor
 
-MODEL_FILES = ("model.joblib", "model.pkl")
+from .manifest import MODEL_FILES  # noqa: E402  (one list: detection and loading)
 METHODS = ("predict", "predict_proba")
 
 

@@ -1,0 +1,108 @@
+"""Facts about model folders on disk: numbered version folders, their stamps, and which
+module a pickle refers to (read from its opcodes, never unpickled).
+
+Names and versions from URLs never reach this module: it only walks the configured
+``base_path`` of each model.
+"""
+
+from __future__ import annotations
+
+import bz2
+import gzip
+import io
+import lzma
+import os
+import pickletools
+import zlib
+
+from .errors import ConfigError
+
+
+def version_path(base_path: str, version: int) -> str:
+    """The folder of *version*, named as on disk: TF Serving's exports pad the number
+    (``00000123`` is version 123)."""
+    plain = os.path.join(base_path, str(version))
+    if os.path.isdir(plain):
+        return plain
+    try:
+        names = os.listdir(base_path)
+    except OSError:
+        return plain
+    for name in names:
+        if name.isdigit() and name.isascii() and int(name) == version:
+            return os.path.join(base_path, name)
+    return plain
+
+
+def version_folders(base_path: str) -> dict[int, float]:
+    """Numbered sub-folders of *base_path* -> modification time. Other names are ignored,
+    so a version copied under a temporary name and renamed appears at once and whole."""
+    found: dict[int, float] = {}
+    try:
+        entries = list(os.scandir(base_path))
+    except OSError:
+        return found
+    for entry in entries:
+        if entry.name.isdigit() and entry.name.isascii() and entry.is_dir():
+            try:
+                found[int(entry.name)] = entry.stat().st_mtime
+            except OSError:
+                continue
+    return found
+
+
+def tree_stamp(folder: str) -> float:
+    """The latest modification time of *folder* and everything under it (0.0 if gone).
+
+    Writing or adding any file changes it, so a version that failed to load because it
+    was still being copied is tried again once the copy goes on.
+    """
+    latest = 0.0
+    for root, dirs, files in os.walk(folder):
+        for name in (root, *(os.path.join(root, f) for f in files)):
+            try:
+                latest = max(latest, os.stat(name).st_mtime)
+            except OSError:
+                continue
+    return latest
+
+
+def pickled_module(path: str) -> str:
+    """The module of the first class referenced in a (possibly compressed) pickle file.
+
+    Only the opcodes are read (the first MiB is plenty), nothing is unpickled.
+    """
+    with _open_maybe_compressed(path) as stream:
+        head = stream.read(1 << 20)
+        strings: list[str] = []
+        try:
+            for opcode, arg, _ in pickletools.genops(head):
+                if opcode.name in ("GLOBAL", "INST") and isinstance(arg, str):
+                    return arg.split(" ")[0]
+                if opcode.name == "STACK_GLOBAL" and len(strings) >= 2:
+                    return strings[-2]
+                if isinstance(arg, str):
+                    strings.append(arg)
+        except Exception as exc:
+            raise ConfigError(f"{path!r} is not a readable pickle: {exc}")
+    raise ConfigError(f"{path!r} holds no class reference")
+
+
+def _open_maybe_compressed(path: str) -> io.BufferedIOBase:
+    """The pickle stream of *path*: plain, or compressed as joblib writes it."""
+    with open(path, "rb") as raw:
+        head = raw.read(6)
+    if head.startswith(b"\x1f\x8b"):
+        return gzip.GzipFile(path, "rb")
+    if head.startswith(b"BZh"):
+        return bz2.open(path, "rb")
+    if head.startswith(b"\xfd7zXZ") or head.startswith(b"\x5d\x00\x00"):
+        return lzma.open(path, "rb")
+    if head[:1] == b"x":  # joblib's zlib format
+        with open(path, "rb") as raw:
+            return io.BytesIO(zlib.decompress(raw.read()))
+    if head.startswith(b"ZF"):  # joblib < 0.10 zlib format with a length header
+        with open(path, "rb") as raw:
+            raw.read(2 + 16)
+            return io.BytesIO(zlib.decompress(raw.read()))
+    return open(path, "rb")
