@@ -101,7 +101,8 @@ class Predictor(abc.ABC):
         """
         return ModelMetadata(platform="custom", signatures={DEFAULT_SIGNATURE: Signature(
             inputs=(TensorSpec("instances", "BYTES", None),),
-            outputs=(TensorSpec("predictions", "BYTES", None),))})
+            outputs=(TensorSpec("predictions", "BYTES", None),))},
+            instances_door=type(self).predict_tensors is Predictor.predict_tensors)
 
     def classify(self, examples: Sequence[Example],
                  signature: str | None = None) -> Classification:

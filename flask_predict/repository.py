@@ -10,107 +10,22 @@ a complete, consistent set of versions.
 
 from __future__ import annotations
 
-import bz2
-import gzip
-import io
 import logging
-import lzma
-import os
-import pickletools
 import threading
 import time
-import zlib
-from dataclasses import dataclass, field
 from typing import Callable, Iterable, Mapping
 
-from .errors import ConfigError, FailedPrecondition, ModelNotFound, ModelNotReady
+from .artifacts import tree_stamp, version_folders, version_path
+from .errors import ConfigError, ModelNotFound
+from .served import LoadedVersion, ServedModel, VersionStatus, close_predictor
+from .plugins import detect_predictor
 from .predictor import Predictor
-from .types import ModelMetadata, ModelSpec
+from .types import ModelSpec
+from .warmup import warm_up
 
 logger = logging.getLogger(__name__)
 
 PredictorLookup = Callable[[str], "type[Predictor]"]
-
-
-@dataclass(frozen=True)
-class LoadedVersion:
-    """One version of one model, loaded in this worker."""
-
-    spec: ModelSpec
-    version: int
-    predictor: Predictor
-    metadata: ModelMetadata
-    path: str
-
-    @property
-    def name(self) -> str:
-        return self.spec.name
-
-
-@dataclass(frozen=True)
-class VersionStatus:
-    """TF Serving's view of a version: state ``LOADING``, ``AVAILABLE``, ``UNLOADING`` or
-    ``END``; a version that failed to load is ``END`` with an ``error``. A replaced version
-    is ``UNLOADING`` until it is closed, one sync later, then ``END``."""
-
-    version: int
-    state: str
-    error: str = ""
-    stamp: float = 0.0
-    """Modification time of the version folder (for a failed version: the latest time of
-    anything under it, see :func:`tree_stamp`) when it was last tried."""
-
-
-@dataclass
-class ServedModel:
-    """A configured model and the versions this worker serves of it."""
-
-    spec: ModelSpec
-    versions: Mapping[int, LoadedVersion] = field(default_factory=dict)
-    statuses: Mapping[int, VersionStatus] = field(default_factory=dict)
-
-    @property
-    def name(self) -> str:
-        return self.spec.name
-
-    @property
-    def ready(self) -> bool:
-        return bool(self.versions)
-
-    def default(self) -> LoadedVersion:
-        """The version served when a request names none."""
-        versions = self.versions
-        if not versions:
-            raise ModelNotReady(f"model {self.name!r} has no version loaded")
-        if self.spec.default_version is not None:
-            wanted = self.spec.labels.get(self.spec.default_version)
-            if wanted is None:
-                wanted = int(self.spec.default_version)
-            if wanted in versions:
-                return versions[wanted]
-        return versions[max(versions)]
-
-    def version(self, version: int | str) -> LoadedVersion:
-        """The loaded *version* (a number, or digits from a URL)."""
-        try:
-            number = int(version)
-        except (TypeError, ValueError):
-            raise ModelNotFound(f"model {self.name!r} has no version {version!r}")
-        loaded = self.versions.get(number)
-        if loaded is None:
-            raise ModelNotFound(f"model {self.name!r} has no version {version}")
-        return loaded
-
-    def label(self, label: str) -> LoadedVersion:
-        """The version a label points to; an unknown label is a client error (400)."""
-        number = self.spec.labels.get(label)
-        if number is None:
-            raise FailedPrecondition(f"Unrecognized servable version label: {label}")
-        loaded = self.versions.get(number)
-        if loaded is None:
-            raise ModelNotFound(f"label {label!r} of model {self.name!r} points to version "
-                                f"{number}, which is not loaded")
-        return loaded
 
 
 class ModelRepository:
@@ -119,7 +34,8 @@ class ModelRepository:
     Readers never lock: each change builds a new :class:`ServedModel` and a new mapping of
     models and swaps it in with one assignment, so a request sees either the old set of
     versions or the new one, never a half-loaded model. :meth:`sync` holds a lock so that
-    only one thread loads at a time.
+    only one thread loads at a time. A version that leaves the served set is retired at
+    once: closed when the last request holding it finishes (see :mod:`.loaded`).
     """
 
     def __init__(self, lookup: PredictorLookup) -> None:
@@ -127,7 +43,6 @@ class ModelRepository:
         self._models: Mapping[str, ServedModel] = {}
         self._lock = threading.Lock()
         self._synced = False
-        self._retired: list[LoadedVersion] = []
         self._warned: set[str] = set()
 
     @classmethod
@@ -153,35 +68,17 @@ class ModelRepository:
         return served
 
     def get(self, name: str, version: str | int | None = None,
-            label: str | None = None) -> LoadedVersion:
-        """The loaded version serving (*name*, *version* | *label* | default)."""
+            label: str | None = None, version_name: str | None = None) -> LoadedVersion:
+        """The loaded version serving *name* and one of: a *version* number, a *label*, a
+        *version_name* (label, else number), or none of them (the default version)."""
         served = self.model(name)
         if label is not None:
             return served.label(label)
+        if version_name is not None:
+            return served.named(version_name)
         if version is not None:
-            try:
-                return served.version(version)
-            except ModelNotFound:
-                unloading = self._unloading(name, version)
-                if unloading is None:
-                    raise
-                return unloading
+            return served.version(version)
         return served.default()
-
-    def _unloading(self, name: str, version: str | int) -> LoadedVersion | None:
-        """A version just replaced but not closed yet (state ``UNLOADING``).
-
-        A request resolves its version once, but an adapter may look the number up again
-        (to run the tensor door): a swap in between must not turn it into a 404.
-        """
-        try:
-            number = int(version)
-        except (TypeError, ValueError):
-            return None
-        for loaded in list(self._retired):
-            if loaded.name == name and loaded.version == number:
-                return loaded
-        return None
 
     @property
     def ready(self) -> bool:
@@ -203,18 +100,22 @@ class ModelRepository:
         can finish. With *strict* any failure raises :class:`ConfigError` instead.
         """
         with self._lock:
-            self._close_retired()
             specs = list(specs)
+            for spec in specs:  # known at once, not ready until loaded (503, not 404)
+                if spec.name not in self._models:
+                    self._publish(ServedModel(spec))
             wanted = {spec.name for spec in specs}
             for name in [name for name in self._models if name not in wanted]:
                 logger.info("model %r removed from the configuration", name)
                 removed = self._models[name]
                 self._models = {k: v for k, v in self._models.items() if k != name}
-                self._retired.extend(removed.versions.values())
+                _retire(removed.versions.values())
             for spec in specs:
                 served = self._models.get(spec.name)
                 if served is not None and _artifact_key(served.spec) != _artifact_key(spec):
-                    self._retired.extend(served.versions.values())
+                    old = served.versions.values()
+                    self._publish(ServedModel(spec))
+                    _retire(old)
                     served = None
                 if served is None:
                     served = ServedModel(spec)
@@ -276,27 +177,28 @@ class ModelRepository:
             if loaded.version in on_disk:
                 statuses[loaded.version] = VersionStatus(loaded.version, "UNLOADING",
                                                          stamp=on_disk[loaded.version])
-        self._retired.extend(dropped)  # before the swap: see _unloading
         self._publish(ServedModel(spec, versions, statuses))
+        _retire(dropped)
         for loaded in dropped:
-            logger.info("model %r: version %d unloaded", spec.name, loaded.version)
+            logger.info("model %r: version %d retired (closed once its last request ends)",
+                        spec.name, loaded.version)
 
     def _load_version(self, spec: ModelSpec, version: int, stamp: float, strict: bool,
                       statuses: dict[int, VersionStatus]) -> LoadedVersion | None:
-        from .warmup import warm_up
-
         path = version_path(spec.base_path, version)
         start = time.perf_counter()
         predictor = None
         try:
-            name = spec.predictor or detect_predictor(path, spec)
+            name = spec.predictor or detect_predictor(path, spec.options)
+            logger.info("loading model %r version %d from %s with plugin %r", spec.name,
+                        version, path, name)
             predictor = self._lookup(name).from_path(path, **spec.options)
             loaded = LoadedVersion(spec, version, predictor, predictor.metadata(), path)
-            warmed = warm_up(loaded)
+            warmed = warm_up(predictor, path)
         except Exception as exc:
             message = f"model {spec.name!r} version {version} failed to load: {_reason(exc)}"
             if predictor is not None:
-                _close_predictor(predictor, spec.name, version)
+                close_predictor(predictor, spec.name, version)
             if strict:
                 raise ConfigError(message) from exc
             logger.error("%s", message, exc_info=not isinstance(exc, ConfigError))
@@ -312,143 +214,12 @@ class ModelRepository:
             self._warned.add(message)
             logger.warning("%s", message)
 
-    def _close_retired(self) -> None:
-        retired, self._retired = self._retired, []
-        for loaded in retired:
-            _close(loaded)
-
     def close(self) -> None:
-        """Release every loaded version (worker exit)."""
+        """Retire every loaded version (worker exit); each closes once it is unused."""
         with self._lock:
             models, self._models = self._models, {}
-            self._close_retired()
         for served in models.values():
-            for loaded in served.versions.values():
-                _close(loaded)
-
-
-def version_path(base_path: str, version: int) -> str:
-    """The folder of *version*, named as on disk: TF Serving's exports pad the number
-    (``00000123`` is version 123)."""
-    plain = os.path.join(base_path, str(version))
-    if os.path.isdir(plain):
-        return plain
-    try:
-        names = os.listdir(base_path)
-    except OSError:
-        return plain
-    for name in names:
-        if name.isdigit() and name.isascii() and int(name) == version:
-            return os.path.join(base_path, name)
-    return plain
-
-
-def version_folders(base_path: str) -> dict[int, float]:
-    """Numbered sub-folders of *base_path* -> modification time. Other names are ignored,
-    so a version copied under a temporary name and renamed appears at once and whole."""
-    found: dict[int, float] = {}
-    try:
-        entries = list(os.scandir(base_path))
-    except OSError:
-        return found
-    for entry in entries:
-        if entry.name.isdigit() and entry.name.isascii() and entry.is_dir():
-            try:
-                found[int(entry.name)] = entry.stat().st_mtime
-            except OSError:
-                continue
-    return found
-
-
-def tree_stamp(folder: str) -> float:
-    """The latest modification time of *folder* and everything under it (0.0 if gone).
-
-    Writing or adding any file changes it, so a version that failed to load because it
-    was still being copied is tried again once the copy goes on.
-    """
-    latest = 0.0
-    for root, dirs, files in os.walk(folder):
-        for name in (root, *(os.path.join(root, f) for f in files)):
-            try:
-                latest = max(latest, os.stat(name).st_mtime)
-            except OSError:
-                continue
-    return latest
-
-
-MODEL_FILES = {
-    "saved_model.pb": "tensorflow",
-    "saved_model.pbtxt": "tensorflow",
-    "model.bst": "xgboost",
-    "model.json": "xgboost",
-    "model.ubj": "xgboost",
-    "model.joblib": None,
-    "model.pkl": None,
-}
-"""Artifact file name -> plugin; ``None`` means decided by the pickled object's module."""
-
-
-def detect_predictor(model_dir: str, spec: ModelSpec) -> str:
-    """The plugin for the artifact in *model_dir*, from its file names.
-
-    A pickle's first class reference tells scikit-learn from XGBoost without unpickling.
-    """
-    if "class" in spec.options or "prediction_class" in spec.options:
-        return "custom"
-    present = [name for name in MODEL_FILES if os.path.isfile(os.path.join(model_dir, name))]
-    if not present:
-        raise ConfigError(f"no model file in {model_dir!r} (looked for {list(MODEL_FILES)}); "
-                          "set 'predictor' or 'class' in the model config")
-    if len(present) > 1:
-        raise ConfigError(f"several model files in {model_dir!r}: {present}; keep one or set "
-                          "'predictor'")
-    file = present[0]
-    framework = MODEL_FILES[file]
-    if framework is None:
-        module = pickled_module(os.path.join(model_dir, file))
-        framework = "xgboost" if module.split(".")[0] == "xgboost" else "sklearn"
-    return framework
-
-
-def pickled_module(path: str) -> str:
-    """The module of the first class referenced in a (possibly compressed) pickle file.
-
-    Only the opcodes are read (the first MiB is plenty), nothing is unpickled.
-    """
-    with _open_maybe_compressed(path) as stream:
-        head = stream.read(1 << 20)
-        strings: list[str] = []
-        try:
-            for opcode, arg, _ in pickletools.genops(head):
-                if opcode.name in ("GLOBAL", "INST") and isinstance(arg, str):
-                    return arg.split(" ")[0]
-                if opcode.name == "STACK_GLOBAL" and len(strings) >= 2:
-                    return strings[-2]
-                if isinstance(arg, str):
-                    strings.append(arg)
-        except Exception as exc:
-            raise ConfigError(f"{path!r} is not a readable pickle: {exc}")
-    raise ConfigError(f"{path!r} holds no class reference")
-
-
-def _open_maybe_compressed(path: str) -> io.BufferedIOBase:
-    """The pickle stream of *path*: plain, or compressed as joblib writes it."""
-    with open(path, "rb") as raw:
-        head = raw.read(6)
-    if head.startswith(b"\x1f\x8b"):
-        return gzip.GzipFile(path, "rb")
-    if head.startswith(b"BZh"):
-        return bz2.open(path, "rb")
-    if head.startswith(b"\xfd7zXZ") or head.startswith(b"\x5d\x00\x00"):
-        return lzma.open(path, "rb")
-    if head[:1] == b"x":  # joblib's zlib format
-        with open(path, "rb") as raw:
-            return io.BytesIO(zlib.decompress(raw.read()))
-    if head.startswith(b"ZF"):  # joblib < 0.10 zlib format with a length header
-        with open(path, "rb") as raw:
-            raw.read(2 + 16)
-            return io.BytesIO(zlib.decompress(raw.read()))
-    return open(path, "rb")
+            _retire(served.versions.values())
 
 
 def _artifact_key(spec: ModelSpec) -> tuple[object, ...]:
@@ -461,12 +232,6 @@ def _reason(exc: BaseException) -> str:
     return f"{type(exc).__name__}: {exc}"
 
 
-def _close(loaded: LoadedVersion) -> None:
-    _close_predictor(loaded.predictor, loaded.name, loaded.version)
-
-
-def _close_predictor(predictor: Predictor, name: str, version: int) -> None:
-    try:
-        predictor.close()
-    except Exception:
-        logger.exception("model %r version %d failed to close", name, version)
+def _retire(versions: Iterable[LoadedVersion]) -> None:
+    for loaded in list(versions):
+        loaded.retire()

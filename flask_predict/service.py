@@ -1,20 +1,163 @@
-"""The only callers of predictor methods: resolve the model, run it, wrap its failures."""
+"""The one door into the core: every protocol front end (REST views, gRPC servicers) goes
+through :class:`ModelService` and nothing else.
+
+A request is resolved once: :meth:`ModelService.use` finds the loaded version a request
+names (number, label, version name or default) and holds it until the request is done, so a
+swap never closes a predictor under a running request. The verbs (:meth:`predict`,
+:meth:`predict_instances`, :meth:`classify` ...) run on the held version; they are the only
+callers of predictor methods, and any failure of a predictor becomes
+:class:`~flask_predict.errors.PredictorFailed` (a 500 with a generic message; the cause is
+chained for the log). Nothing here knows Flask or a protocol.
+"""
 
 from __future__ import annotations
 
 import logging
 from collections.abc import Iterator
 from contextlib import contextmanager
-from typing import Any, Mapping, Sequence
+from typing import Any, Callable, Mapping, Sequence
 
 import numpy as np
 
-from .errors import InvalidInput, PredictError, PredictorFailed
-from .extension import PredictState
-from .repository import LoadedVersion
+from .errors import InvalidInput, ModelNotReady, PredictError, PredictorFailed
+
+from .repository import ModelRepository
+from .served import LoadedVersion, ServedModel
 from .types import Classification, Example, InferenceRequest, InferenceResponse, Tensor
 
 logger = logging.getLogger(__name__)
+
+_RESOLVE_TRIES = 3
+"""A version retired between lookup and acquire is looked up again (its replacement)."""
+
+
+class ModelService:
+    """What protocols may ask of the models of one app."""
+
+    def __init__(self, repository: ModelRepository) -> None:
+        self.repository = repository
+        self.ready_checks: list[Callable[[], bool]] = []
+        """More conditions for readiness (the server adds "every worker is ready")."""
+
+    # --- what is served --------------------------------------------------------------------
+
+    @property
+    def ready(self) -> bool:
+        """Every configured model has a version loaded in this worker, and every added
+        readiness check passes."""
+        return self.repository.ready and all(check() for check in self.ready_checks)
+
+    def names(self) -> list[str]:
+        return self.repository.names()
+
+    def models(self) -> list[ServedModel]:
+        """Every configured model with its versions and their states."""
+        return self.repository.models()
+
+    def model(self, name: str) -> ServedModel:
+        """One configured model (404 when unknown)."""
+        return self.repository.model(name)
+
+    # --- resolve once ----------------------------------------------------------------------
+
+    @contextmanager
+    def use(self, model: str, version: str | int | None = None, label: str | None = None,
+            version_name: str | None = None) -> Iterator[LoadedVersion]:
+        """Resolve the version a request names and hold it while the block runs.
+
+        Give at most one of *version* (a number), *label* or *version_name* (a label, else
+        a number: AI Platform's and grps's names); none means the default version.
+        """
+        loaded = self.acquire(model, version, label, version_name)
+        try:
+            yield loaded
+        finally:
+            loaded.release()
+
+    def acquire(self, model: str, version: str | int | None = None, label: str | None = None,
+                version_name: str | None = None) -> LoadedVersion:
+        """:meth:`use` without the block: the caller must ``release()`` the version (for
+        answers produced after the view returns, such as a stream)."""
+        for _ in range(_RESOLVE_TRIES):
+            loaded = self.repository.get(model, version, label, version_name)
+            if loaded.acquire():
+                return loaded
+        raise ModelNotReady(f"model {model!r} is being replaced; try again")
+
+    # --- verbs -----------------------------------------------------------------------------
+
+    def predict(self, loaded: LoadedVersion, request: InferenceRequest) -> InferenceResponse:
+        """Run the tensor door of *loaded* on *request*'s inputs."""
+        signature = loaded.predictor.signature(request.signature)
+        if request.outputs is not None:
+            unknown = [name for name in request.outputs if signature.output(name) is None]
+            if unknown:
+                raise InvalidInput(f"unknown output(s) {unknown}; the model's outputs are "
+                                   f"{[spec.name for spec in signature.outputs]}")
+        with calling(loaded):
+            outputs = loaded.predictor.predict_tensors(request.inputs, request.outputs,
+                                                       request.signature)
+        if not isinstance(outputs, Mapping) or not all(
+                isinstance(v, np.ndarray) for v in outputs.values()):
+            raise PredictorFailed(f"model {loaded.name!r} returned "
+                                  f"{type(outputs).__name__}, not a mapping of arrays")
+        return InferenceResponse(loaded.name, loaded.version, dict(outputs))
+
+    def predict_instances(self, loaded: LoadedVersion, instances: list[Any],
+                          kwargs: Mapping[str, Any]) -> list[Any]:
+        """Run the instances door: AI Platform's ``predict(instances, **kwargs)``."""
+        with calling(loaded):
+            predictions = loaded.predictor.predict(instances, **kwargs)
+        if isinstance(predictions, np.ndarray):
+            predictions = predictions.tolist()
+        if not isinstance(predictions, (list, tuple)):
+            raise PredictorFailed(f"model {loaded.name!r} returned "
+                                  f"{type(predictions).__name__}; predict must return a "
+                                  "list or a numpy array")
+        return list(predictions)
+
+    def predict_matrix(self, loaded: LoadedVersion, matrix: Tensor) -> list[Any] | None:
+        """The instances door for instances parsed straight into a float64 matrix;
+        ``None`` when *loaded* needs them as JSON values."""
+        with calling(loaded):
+            return loaded.predictor.predict_matrix(matrix)
+
+    def predict_stream(self, loaded: LoadedVersion, instances: list[Any],
+                       kwargs: Mapping[str, Any]) -> Iterator[list[Any]]:
+        """The instances door for a streaming request, one message at a time.
+
+        A predictor streams by returning an iterator from ``predict`` (a generator, say):
+        each item it yields is one message holding that one prediction. A list answer is
+        a single message. ``predict`` is called at once; the items are produced as the
+        caller iterates, and a failure while producing one raises :class:`PredictorFailed`.
+        """
+        with calling(loaded):
+            result = loaded.predictor.predict(instances, **kwargs)
+        if isinstance(result, np.ndarray):
+            result = result.tolist()
+        if isinstance(result, (list, tuple)):
+            return iter([list(result)])
+        if not isinstance(result, Iterator):
+            raise PredictorFailed(f"model {loaded.name!r} returned {type(result).__name__}; "
+                                  "predict must return a list or an iterator")
+        return _streamed_items(loaded, result)
+
+    def classify(self, loaded: LoadedVersion, examples: Sequence[Example],
+                 signature: str | None = None) -> Classification:
+        """Class labels and scores (TF Serving's ``:classify``)."""
+        with calling(loaded, "classify"):
+            result = loaded.predictor.classify(examples, signature)
+        if not isinstance(result, Classification):
+            raise PredictorFailed(f"model {loaded.name!r} returned {type(result).__name__}, "
+                                  "not a Classification")
+        return result
+
+    def regress(self, loaded: LoadedVersion, examples: Sequence[Example],
+                signature: str | None = None) -> Tensor:
+        """One value per example (TF Serving's ``:regress``)."""
+        with calling(loaded, "regress"):
+            values = loaded.predictor.regress(examples, signature)
+        return np.asarray(values)
 
 
 @contextmanager
@@ -29,65 +172,6 @@ def calling(loaded: LoadedVersion, verb: str = "predict") -> Iterator[None]:
         raise PredictorFailed(f"model {loaded.name!r} failed to {verb}") from exc
 
 
-def resolve(state: PredictState, model: str, version: str | int | None = None,
-            label: str | None = None) -> LoadedVersion:
-    """The loaded version that serves a request (unknown model or version: 404)."""
-    return state.repository.get(model, version, label)
-
-
-def predict(state: PredictState, request: InferenceRequest) -> InferenceResponse:
-    """Run the tensor door of the model *request* names."""
-    loaded = resolve(state, request.model, request.version, request.label)
-    signature = loaded.predictor.signature(request.signature)
-    if request.outputs is not None:
-        unknown = [name for name in request.outputs if signature.output(name) is None]
-        if unknown:
-            raise InvalidInput(f"unknown output(s) {unknown}; the model's outputs are "
-                               f"{[spec.name for spec in signature.outputs]}")
-    with calling(loaded):
-        outputs = loaded.predictor.predict_tensors(request.inputs, request.outputs,
-                                                   request.signature)
-    if not isinstance(outputs, Mapping) or not all(
-            isinstance(v, np.ndarray) for v in outputs.values()):
-        raise PredictorFailed(f"model {loaded.name!r} returned {type(outputs).__name__}, "
-                              "not a mapping of arrays")
-    return InferenceResponse(loaded.name, loaded.version, dict(outputs))
-
-
-def predict_instances(loaded: LoadedVersion, instances: list[Any],
-                      kwargs: Mapping[str, Any]) -> list[Any]:
-    """Run the instances door of *loaded*: AI Platform's ``predict(instances, **kwargs)``."""
-    with calling(loaded):
-        predictions = loaded.predictor.predict(instances, **kwargs)
-    if isinstance(predictions, np.ndarray):
-        predictions = predictions.tolist()
-    if not isinstance(predictions, (list, tuple)):
-        raise PredictorFailed(f"model {loaded.name!r} returned {type(predictions).__name__}; "
-                              "predict must return a list or a numpy array")
-    return list(predictions)
-
-
-def predict_stream(loaded: LoadedVersion, instances: list[Any],
-                   kwargs: Mapping[str, Any]) -> Iterator[list[Any]]:
-    """Run the instances door of *loaded* for a streaming request, one message at a time.
-
-    A predictor streams by returning an iterator from ``predict`` (a generator, say): each
-    item it yields is one message holding that one prediction. A list answer is a single
-    message. ``predict`` is called at once; the items are produced as the caller iterates,
-    and a failure while producing one raises :class:`PredictorFailed`.
-    """
-    with calling(loaded):
-        result = loaded.predictor.predict(instances, **kwargs)
-    if isinstance(result, np.ndarray):
-        result = result.tolist()
-    if isinstance(result, (list, tuple)):
-        return iter([list(result)])
-    if not isinstance(result, Iterator):
-        raise PredictorFailed(f"model {loaded.name!r} returned {type(result).__name__}; "
-                              "predict must return a list or an iterator")
-    return _streamed_items(loaded, result)
-
-
 def _streamed_items(loaded: LoadedVersion, items: Iterator[Any]) -> Iterator[list[Any]]:
     while True:
         try:
@@ -99,29 +183,3 @@ def _streamed_items(loaded: LoadedVersion, items: Iterator[Any]) -> Iterator[lis
         except Exception as exc:
             raise PredictorFailed(f"model {loaded.name!r} failed while streaming") from exc
         yield [item]
-
-
-def classify(loaded: LoadedVersion, examples: Sequence[Example],
-             signature: str | None = None) -> Classification:
-    """Run :meth:`Predictor.classify` of *loaded* (TF Serving's ``:classify``)."""
-    with calling(loaded, "classify"):
-        result = loaded.predictor.classify(examples, signature)
-    if not isinstance(result, Classification):
-        raise PredictorFailed(f"model {loaded.name!r} returned {type(result).__name__}, "
-                              "not a Classification")
-    return result
-
-
-def regress(loaded: LoadedVersion, examples: Sequence[Example],
-            signature: str | None = None) -> Tensor:
-    """Run :meth:`Predictor.regress` of *loaded* (TF Serving's ``:regress``)."""
-    with calling(loaded, "regress"):
-        values = loaded.predictor.regress(examples, signature)
-    return np.asarray(values)
-
-
-def predict_matrix(loaded: LoadedVersion, matrix: np.ndarray) -> list[Any] | None:
-    """The instances door for instances parsed straight into a float64 matrix
-    (``codecs.number_matrix``); ``None`` when *loaded* needs them as JSON values."""
-    with calling(loaded):
-        return loaded.predictor.predict_matrix(matrix)

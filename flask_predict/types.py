@@ -55,6 +55,9 @@ class ModelMetadata:
     default_signature: str = DEFAULT_SIGNATURE
     properties: Mapping[str, Any] = field(default_factory=dict)
     """Framework facts worth showing (feature count, class labels, objective...)."""
+    instances_door: bool = False
+    """The predictor's own door is ``predict(instances)`` (a custom prediction routine):
+    protocols hand it the request's JSON instances as they are instead of tensors."""
 
     @property
     def signature(self) -> Signature:

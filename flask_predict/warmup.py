@@ -22,14 +22,12 @@ from __future__ import annotations
 import logging
 import os
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Mapping, Union
+from typing import Any, Mapping, Union
 
 from . import codecs
 from .errors import ConfigError, InvalidInput, PredictError
+from .predictor import Predictor
 from .types import InferenceRequest
-
-if TYPE_CHECKING:
-    from .repository import LoadedVersion
 
 logger = logging.getLogger(__name__)
 
@@ -61,20 +59,21 @@ class JsonTensorRequest:
 WarmupRequest = Union[InstancesRequest, JsonTensorRequest, InferenceRequest]
 
 
-def warm_up(loaded: LoadedVersion) -> int:
-    """Replay every warm-up request of *loaded*; return how many ran.
+def warm_up(predictor: Predictor, model_dir: str) -> int:
+    """Replay every warm-up request of the version in *model_dir*, freshly loaded as
+    *predictor*; return how many ran.
 
     :raises ConfigError: a warm-up file is malformed or a request failed.
     """
-    requests = read_json_requests(os.path.join(loaded.path, WARMUP_FILE))
-    hook = getattr(loaded.predictor, "warmup_requests", None)
+    requests = read_json_requests(os.path.join(model_dir, WARMUP_FILE))
+    hook = getattr(predictor, "warmup_requests", None)
     if callable(hook):
-        requests.extend(hook(loaded.path))
+        requests.extend(hook(model_dir))
     if len(requests) > MAX_REQUESTS:
         raise ConfigError(f"{len(requests)} warm-up requests; at most {MAX_REQUESTS} allowed")
     for index, request in enumerate(requests):
         try:
-            replay(loaded, request)
+            replay(predictor, request)
         except Exception as exc:
             reason = exc.message if isinstance(exc, PredictError) else \
                 f"{type(exc).__name__}: {exc}"
@@ -82,9 +81,8 @@ def warm_up(loaded: LoadedVersion) -> int:
     return len(requests)
 
 
-def replay(loaded: LoadedVersion, request: WarmupRequest) -> None:
+def replay(predictor: Predictor, request: WarmupRequest) -> None:
     """Run one warm-up request and discard its answer."""
-    predictor = loaded.predictor
     if isinstance(request, InstancesRequest):
         predictor.predict(request.instances, **request.kwargs)
     elif isinstance(request, JsonTensorRequest):

@@ -10,7 +10,7 @@ from werkzeug.exceptions import ClientDisconnected, HTTPException, RequestEntity
 
 from .. import codecs
 from ..errors import InvalidInput, PayloadTooLarge, PredictError
-from ..extension import get_state
+from ..state import get_state
 
 logger = logging.getLogger("flask_predict.protocols")
 

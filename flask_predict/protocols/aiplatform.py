@@ -16,16 +16,18 @@ deployed model: https://cloud.google.com/vertex-ai/docs/predictions/custom-conta
 
 from __future__ import annotations
 
+from contextlib import AbstractContextManager
 from typing import Any, Callable
 
 from flask import Blueprint
 from flask.blueprints import BlueprintSetupState
 from flask.typing import ResponseReturnValue
 
-from .. import codecs, service
+from .. import codecs
 from ..errors import InvalidInput, ModelNotFound, ModelNotReady
-from ..extension import PredictState, get_state
-from ..repository import LoadedVersion
+from ..served import LoadedVersion
+from ..service import ModelService
+from ..state import PredictState, get_state
 from ._http import json_error, json_response, parse_json, read_body
 
 bp = Blueprint("predict_aiplatform", __name__)
@@ -49,36 +51,36 @@ def decode_predict(body: Any) -> tuple[list[Any], dict[str, Any]]:
     return instances, {key: value for key, value in body.items() if key != "instances"}
 
 
-def resolve_version(state: PredictState, model: str, version: str | None) -> LoadedVersion:
-    """AI Platform names versions: a configured version name first, then a number."""
-    if version is None:
-        return service.resolve(state, model)
-    if version in state.repository.model(model).spec.labels:
-        return service.resolve(state, model, label=version)
-    return service.resolve(state, model, version=version)
+Use = Callable[[], AbstractContextManager[LoadedVersion]]
+"""Resolves and holds the version a request names, once it is needed."""
 
 
 @bp.post("/v1/projects/<project>/models/<model>:predict")
 @bp.post("/v1/projects/<project>/models/<model>/versions/<version>:predict")
 def predict(project: str, model: str, version: str | None = None) -> ResponseReturnValue:
-    state = get_state()
-    predictions = run_predict(read_body(), lambda: resolve_version(state, model, version))
+    service = get_state().service
+    predictions = run_predict(service, read_body(),
+                              lambda: service.use(model, version_name=version))
     return json_response({"predictions": predictions})
 
 
-def run_predict(body: bytes, resolve: Callable[[], LoadedVersion]) -> list[Any]:
-    """Decode a predict body and run it on the version *resolve* finds.
+def run_predict(service: ModelService, body: bytes, use: Use) -> list[Any]:
+    """Decode a predict body and run it on the version *use* resolves (once).
 
     A body that is only a matrix of numbers skips the JSON values (``number_matrix``) when
     the model takes tensors; every other body is decoded, and checked, in full first.
     """
     matrix = codecs.number_matrix(body, "instances")
     if matrix is not None:
-        predictions = service.predict_matrix(resolve(), matrix)
-        if predictions is not None:
-            return predictions
+        with use() as loaded:
+            predictions = service.predict_matrix(loaded, matrix)
+            if predictions is not None:
+                return predictions
+            instances, kwargs = decode_predict(parse_json(body))
+            return service.predict_instances(loaded, instances, kwargs)
     instances, kwargs = decode_predict(parse_json(body))
-    return service.predict_instances(resolve(), instances, kwargs)
+    with use() as loaded:
+        return service.predict_instances(loaded, instances, kwargs)
 
 
 @bp.get("/v1/projects/<project>/models/<model>")
@@ -87,15 +89,14 @@ def describe(project: str, model: str, version: str | None = None) -> ResponseRe
     if ":" in model or ":" in (version or ""):  # a custom verb such as :predict, by GET
         return unknown_path(f"{project}/models/{model}" + (f"/versions/{version}" if version
                                                             else ""))
-    state = get_state()
-    served = state.repository.model(model)
+    service = get_state().service
     resource = f"projects/{project}/models/{model}"
-    if version is None:
-        default = describe_version(resource, resolve_version(state, model, None), True)
-        return json_response({"name": resource, "defaultVersion": default})
-    loaded = resolve_version(state, model, version)
-    is_default = served.default().version == loaded.version
-    return json_response(describe_version(resource, loaded, is_default, version))
+    with service.use(model, version_name=version) as loaded:
+        if version is None:
+            return json_response({"name": resource,
+                                  "defaultVersion": describe_version(resource, loaded, True)})
+        is_default = service.model(model).default().version == loaded.version
+        return json_response(describe_version(resource, loaded, is_default, version))
 
 
 def describe_version(resource: str, loaded: LoadedVersion, is_default: bool,
@@ -132,7 +133,7 @@ def vertex_model(state: PredictState) -> str:
     """The model a Vertex AI container serves: the configured one, or the only one."""
     if state.settings.vertex_model:
         return state.settings.vertex_model
-    names = state.repository.names()
+    names = state.service.names()
     if len(names) != 1:
         raise ModelNotFound(f"set PREDICT_VERTEX_MODEL: this server has models {names}")
     return names[0]
@@ -141,14 +142,15 @@ def vertex_model(state: PredictState) -> str:
 def vertex_predict() -> ResponseReturnValue:
     """``{"instances": [...], "parameters": {...}}`` -> ``{"predictions": [...]}``."""
     state = get_state()
-    predictions = run_predict(read_body(),
-                              lambda: resolve_version(state, vertex_model(state), None))
+    service = state.service
+    predictions = run_predict(service, read_body(),
+                              lambda: service.use(vertex_model(state)))
     return json_response({"predictions": predictions})
 
 
 def vertex_health() -> ResponseReturnValue:
     """200 once this worker has loaded every model (Vertex AI polls it), else 503."""
-    if not get_state().repository.ready:
+    if not get_state().service.ready:
         raise ModelNotReady("models are still loading")
     return json_response({})
 

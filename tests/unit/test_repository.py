@@ -14,7 +14,8 @@ import pytest
 
 from flask_predict import ConfigError, ModelNotFound, ModelNotReady, Predictor
 from flask_predict.plugins import load_predictor_class
-from flask_predict.repository import ModelRepository, tree_stamp, version_folders
+from flask_predict.artifacts import tree_stamp, version_folders
+from flask_predict.repository import ModelRepository
 from flask_predict.types import ModelSpec, VersionPolicy
 from tests import models
 
@@ -73,7 +74,7 @@ def answer(repository: ModelRepository, name: str = "m", **kwargs: Any) -> Any:
     return repository.get(name, **kwargs).predictor.predict([0])[0]
 
 
-def test_new_version_replaces_old_and_old_is_closed_later(tmp_path: Path) -> None:
+def test_new_version_replaces_old_and_unused_old_is_closed_at_once(tmp_path: Path) -> None:
     write_version(tmp_path, 1, "1")
     repository = ModelRepository.load([spec(tmp_path)], lookup)
     assert answer(repository) == 1.0
@@ -84,14 +85,39 @@ def test_new_version_replaces_old_and_old_is_closed_later(tmp_path: Path) -> Non
     statuses = repository.model("m").statuses
     assert (statuses[1].state, statuses[2].state) == ("UNLOADING", "AVAILABLE")
     assert statuses[1].error == "" and statuses[2].error == ""
-    # closed one sync later, so a request that resolved version 1 can finish on it
-    assert ValuePredictor.closed == []
-    assert answer(repository, version="1") == 1.0
-    repository.sync([spec(tmp_path)])
+    # no request held version 1: it is closed as it leaves
     assert ValuePredictor.closed == [(tmp_path.name, 1)]
-    assert repository.model("m").statuses[1].state == "END"
     with pytest.raises(ModelNotFound):
         repository.get("m", version=1)
+    repository.sync([spec(tmp_path)])
+    assert repository.model("m").statuses[1].state == "END"
+
+
+def test_request_running_across_a_swap_finishes_on_its_version_then_it_closes(
+        tmp_path: Path) -> None:
+    from flask_predict.service import ModelService
+
+    write_version(tmp_path, 1, "1")
+    service = ModelService(ModelRepository.load([spec(tmp_path)], lookup))
+    with service.use("m") as held:
+        write_version(tmp_path, 2, "2")
+        service.repository.sync([spec(tmp_path)])
+        # the new version serves new requests; the running one keeps its own, open
+        assert answer(service.repository) == 2.0
+        assert ValuePredictor.closed == []
+        assert held.version == 1 and not held.closed
+        assert service.predict_instances(held, [0], {}) == [1.0]
+    assert ValuePredictor.closed == [(tmp_path.name, 1)]
+    assert held.closed and held.uses == 0
+
+
+def test_a_retired_version_is_never_handed_out(tmp_path: Path) -> None:
+    write_version(tmp_path, 1, "1")
+    repository = ModelRepository.load([spec(tmp_path)], lookup)
+    old = repository.get("m")
+    write_version(tmp_path, 2, "2")
+    repository.sync([spec(tmp_path)])
+    assert not old.acquire()  # a request that looked it up just before the swap retries
 
 
 def test_broken_version_keeps_the_served_one_and_is_logged_once(
@@ -261,8 +287,11 @@ def test_loading_status_and_old_version_serve_during_a_load(tmp_path: Path) -> N
 
 
 def test_requests_during_reloads_always_find_a_version(tmp_path: Path) -> None:
+    from flask_predict.service import ModelService
+
     write_version(tmp_path, 1, "1")
     repository = ModelRepository.load([spec(tmp_path)], lookup)
+    service = ModelService(repository)
     failures: list[BaseException] = []
     seen: set[float] = set()
     stop = threading.Event()
@@ -270,11 +299,10 @@ def test_requests_during_reloads_always_find_a_version(tmp_path: Path) -> None:
     def reader() -> None:
         while not stop.is_set():
             try:
-                # resolve, then look the same number up again, as the tensor adapters do
-                loaded = repository.get("m")
-                again = repository.get("m", version=str(loaded.version))
-                assert again is loaded
-                seen.add(again.predictor.predict([0])[0])
+                # as every front end does: resolve once, hold the version while it runs
+                with service.use("m") as loaded:
+                    seen.add(service.predict_instances(loaded, [0], {})[0])
+                    assert not loaded.closed
             except BaseException as exc:  # any failure is the bug this test looks for
                 failures.append(exc)
 
@@ -334,8 +362,9 @@ class _Evil:
         return (open, (self.path, "w"))
 
 
-def _spec(**options: object) -> ModelSpec:
-    return ModelSpec(name="m", base_path="/unused", options=options)
+def _spec(**options: object) -> dict[str, object]:
+    """A model's options, as detection sees them."""
+    return options
 
 
 @pytest.mark.parametrize("compress", [0, 3, ("gzip", 3), ("lzma", 3), ("bz2", 3)])
@@ -344,7 +373,7 @@ def test_detects_sklearn_and_xgboost_pickles(tmp_path: Path, compress: object) -
     import xgboost as xgb
     from sklearn.linear_model import LinearRegression
 
-    from flask_predict.repository import detect_predictor
+    from flask_predict.plugins import detect_predictor
 
     (tmp_path / "sk").mkdir()
     joblib.dump(LinearRegression().fit([[0.0], [1.0]], [0.0, 1.0]),
@@ -363,7 +392,7 @@ def test_detects_sklearn_and_xgboost_pickles(tmp_path: Path, compress: object) -
     (["model.ubj"], "xgboost"),
 ])
 def test_detects_by_file_name(tmp_path: Path, files: list[str], expected: str) -> None:
-    from flask_predict.repository import detect_predictor
+    from flask_predict.plugins import detect_predictor
 
     for name in files:
         (tmp_path / name).write_bytes(b"")
@@ -371,13 +400,21 @@ def test_detects_by_file_name(tmp_path: Path, files: list[str], expected: str) -
 
 
 def test_detection_errors_and_custom(tmp_path: Path) -> None:
-    from flask_predict.repository import detect_predictor
+    from flask_predict.plugins import detect_predictor
 
     assert detect_predictor(str(tmp_path), _spec(**{"class": "p.C"})) == "custom"
-    with pytest.raises(ConfigError, match="no model file"):
+    with pytest.raises(ConfigError, match="no installed plugin recognises"):
         detect_predictor(str(tmp_path), _spec())
-    (tmp_path / "model.pkl").write_bytes(b"")
+    (tmp_path / "saved_model.pb").write_bytes(b"")
     (tmp_path / "model.bst").write_bytes(b"")
+    with pytest.raises(ConfigError, match=r"plugins \['tensorflow', 'xgboost'\] all claim"):
+        detect_predictor(str(tmp_path), _spec())
+    # a class in the settings wins over artifact files beside the code
+    assert detect_predictor(str(tmp_path), _spec(**{"class": "p.C"})) == "custom"
+    for name in ("saved_model.pb", "model.bst"):
+        (tmp_path / name).unlink()
+    (tmp_path / "model.pkl").write_bytes(b"")
+    (tmp_path / "model.joblib").write_bytes(b"")
     with pytest.raises(ConfigError, match="several model files"):
         detect_predictor(str(tmp_path), _spec())
 
@@ -385,7 +422,8 @@ def test_detection_errors_and_custom(tmp_path: Path) -> None:
 def test_detection_never_unpickles(tmp_path: Path) -> None:
     import pickle
 
-    from flask_predict.repository import detect_predictor, pickled_module
+    from flask_predict.artifacts import pickled_module
+    from flask_predict.plugins import detect_predictor
 
     marker = tmp_path / "executed"
     (tmp_path / "model.pkl").write_bytes(pickle.dumps(_Evil(str(marker))))

@@ -8,8 +8,9 @@ import numpy as np
 import pytest
 from flask import Flask
 
-from flask_predict import FlaskPredict, InvalidInput, Predictor, PredictorFailed, service
-from flask_predict.extension import PredictState
+from flask_predict import FlaskPredict, InvalidInput, Predictor, PredictorFailed
+from flask_predict.service import ModelService
+from flask_predict.state import PredictState
 from flask_predict.types import InferenceRequest, Tensor
 
 
@@ -55,14 +56,19 @@ def state(tmp_path_factory: pytest.TempPathFactory) -> PredictState:
 
 
 def test_instances_door(state: PredictState) -> None:
-    loaded = service.resolve(state, "f")
-    assert loaded.version == 4
-    assert service.predict_instances(loaded, [1, 2], {}) == [1, 2]
-    assert service.predict_instances(loaded, [1, 2], {"mode": "array"}) == [2, 4]
+    service = state.service
+    with service.use("f") as loaded:
+        assert loaded.version == 4
+        assert service.predict_instances(loaded, [1, 2], {}) == [1, 2]
+        assert service.predict_instances(loaded, [1, 2], {"mode": "array"}) == [2, 4]
+    assert loaded.uses == 0
 
 
-def test_predictor_exceptions_are_wrapped_with_the_cause(state: PredictState) -> None:
-    loaded = service.resolve(state, "f")
+def test_predictor_exceptions_are_wrapped_with_the_cause(state: PredictState,
+                                                         request: pytest.FixtureRequest) -> None:
+    service: ModelService = state.service
+    loaded = service.acquire("f")
+    request.addfinalizer(loaded.release)
     with pytest.raises(PredictorFailed, match="model 'f' failed to predict") as info:
         service.predict_instances(loaded, [1], {"mode": "raise"})
     assert isinstance(info.value.__cause__, ZeroDivisionError)
@@ -73,7 +79,11 @@ def test_predictor_exceptions_are_wrapped_with_the_cause(state: PredictState) ->
 
 
 def test_tensor_door(state: PredictState) -> None:
-    response = service.predict(state, InferenceRequest("f", {"x": np.array([1.0, 2.0])}))
-    assert response.version == 4 and response.outputs["predictions"].tolist() == [2.0, 4.0]
-    with pytest.raises(PredictorFailed, match="not a mapping of arrays"):
-        service.predict(state, InferenceRequest("f", {"x": np.array([-1.0])}))
+    service = state.service
+    with service.use("f") as loaded:
+        response = service.predict(loaded, InferenceRequest("f", {"x": np.array([1.0, 2.0])}))
+        assert response.version == 4
+        assert response.outputs["predictions"].tolist() == [2.0, 4.0]
+        with pytest.raises(PredictorFailed, match="not a mapping of arrays"):
+            service.predict(loaded, InferenceRequest("f", {"x": np.array([-1.0])}))
+    assert loaded.uses == 0

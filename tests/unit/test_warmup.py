@@ -11,7 +11,7 @@ import pytest
 
 from flask_predict import ConfigError, ModelMetadata, Predictor, Signature, TensorSpec
 from flask_predict.plugins import load_predictor_class
-from flask_predict.repository import LoadedVersion, ModelRepository
+from flask_predict.repository import ModelRepository
 from flask_predict.types import DEFAULT_SIGNATURE, InferenceRequest, ModelSpec, Tensor
 from flask_predict.warmup import MAX_REQUESTS, WARMUP_FILE, read_json_requests, warm_up
 from tests import models
@@ -75,10 +75,9 @@ def version(base: Path, number: int, warmup: Any = None, hook: Any = None) -> Pa
     return folder
 
 
-def loaded(folder: Path) -> LoadedVersion:
-    predictor = RecordingPredictor.from_path(str(folder))
-    spec = ModelSpec(name="r", base_path=str(folder.parent), predictor="recording")
-    return LoadedVersion(spec, int(folder.name), predictor, predictor.metadata(), str(folder))
+def loaded(folder: Path) -> tuple[RecordingPredictor, str]:
+    """A freshly loaded version: its predictor and folder, what warm-up is given."""
+    return RecordingPredictor.from_path(str(folder)), str(folder)
 
 
 def test_json_file_replays_both_doors(tmp_path: Path) -> None:
@@ -86,7 +85,7 @@ def test_json_file_replays_both_doors(tmp_path: Path) -> None:
         {"instances": [[1, 2]], "signature_name": "serving_default"},
         {"inputs": {"x": [1, 2, 3]}, "output_filter": ["y"]},
     ])
-    assert warm_up(loaded(folder)) == 2
+    assert warm_up(*loaded(folder)) == 2
     assert RecordingPredictor.calls == [
         ("predict", ([[1, 2]], {"signature_name": "serving_default"})),
         ("tensors", ({"x": [1, 2, 3]}, ["y"], None)),
@@ -95,13 +94,13 @@ def test_json_file_replays_both_doors(tmp_path: Path) -> None:
 
 def test_requests_object_form_and_hook(tmp_path: Path) -> None:
     folder = version(tmp_path, 1, {"requests": [{"inputs": {"x": [4]}}]}, hook=[[5], [6]])
-    assert warm_up(loaded(folder)) == 3
+    assert warm_up(*loaded(folder)) == 3
     assert [call[1][0] for call in RecordingPredictor.calls] == [
         {"x": [4]}, {"x": [5]}, {"x": [6]}]
 
 
 def test_no_warmup_file(tmp_path: Path) -> None:
-    assert warm_up(loaded(version(tmp_path, 1))) == 0
+    assert warm_up(*loaded(version(tmp_path, 1))) == 0
     assert read_json_requests(str(tmp_path / "missing.json")) == []
 
 
@@ -117,7 +116,7 @@ def test_no_warmup_file(tmp_path: Path) -> None:
 ])
 def test_malformed_file(tmp_path: Path, content: Any, message: str) -> None:
     with pytest.raises(ConfigError, match=message):
-        warm_up(loaded(version(tmp_path, 1, content)))
+        warm_up(*loaded(version(tmp_path, 1, content)))
 
 
 @pytest.mark.parametrize(("request_body", "message"), [
@@ -127,13 +126,13 @@ def test_malformed_file(tmp_path: Path, content: Any, message: str) -> None:
 ])
 def test_failing_request(tmp_path: Path, request_body: Any, message: str) -> None:
     with pytest.raises(ConfigError, match=message):
-        warm_up(loaded(version(tmp_path, 1, [request_body])))
+        warm_up(*loaded(version(tmp_path, 1, [request_body])))
 
 
 def test_too_many_requests(tmp_path: Path) -> None:
     folder = version(tmp_path, 1, [{"inputs": {"x": [1]}}] * (MAX_REQUESTS + 1))
     with pytest.raises(ConfigError, match="at most 1000"):
-        warm_up(loaded(folder))
+        warm_up(*loaded(folder))
     assert RecordingPredictor.calls == []
 
 

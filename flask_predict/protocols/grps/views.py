@@ -18,10 +18,10 @@ from flask import Blueprint, Response, request, stream_with_context
 from flask.blueprints import BlueprintSetupState
 from flask.typing import ResponseReturnValue
 
-from ... import codecs, service
-from ...errors import ConfigError, InvalidInput, ModelNotFound, PredictError
-from ...extension import EXTENSION_KEY, PredictState, get_state
-from ...repository import LoadedVersion, ServedModel
+from ... import codecs
+from ...errors import ConfigError, InvalidInput, ModelNotFound
+from ...state import EXTENSION_KEY, PredictState, get_state
+from ...served import LoadedVersion, ServedModel
 from ...shared_state import LATENCY_BUCKETS_MS, MetricsSnapshot, RequestMetrics, SharedFlag, \
     StateDir
 from ...types import InferenceRequest, Tensor
@@ -53,11 +53,8 @@ def _set_up(setup: BlueprintSetupState) -> None:
     state: PredictState = setup.app.extensions[EXTENSION_KEY]
     settings = state.settings
     default = settings.grps_default_model
-    if default is not None:
-        try:
-            resolve_model(state, default)
-        except PredictError as exc:
-            raise ConfigError(f"PREDICT_GRPS_DEFAULT_MODEL: {exc.message}") from None
+    if default is not None and split_model_id(default, [s.name for s in settings.models]) is None:
+        raise ConfigError(f"PREDICT_GRPS_DEFAULT_MODEL: Model {default} not found.")
     directory = StateDir(settings.state_dir)
     state.extras[STATE_KEY] = GrpsState(
         state_dir=directory,
@@ -97,7 +94,7 @@ def live() -> ResponseReturnValue:
 
 @bp.route(f"{ROOT}/health/ready", methods=EITHER)
 def ready() -> ResponseReturnValue:
-    if grps_state().online.get() and get_state().repository.ready:
+    if grps_state().online.get() and get_state().service.ready:
         return ok()
     return json_response(wire.error_body(503, "Service Unavailable"), 503)
 
@@ -131,14 +128,18 @@ def _predict() -> Response:
     else:
         message = wire.decode_message(codecs.loads(body))
     state = get_state()
-    loaded = resolve_model(state, message.model or request.args.get("model") or
-                           _default_model(state))
+    model_id = message.model or request.args.get("model") or _default_model(state)
+    loaded = acquire_model(state, model_id)
     if streaming:
-        return _stream(state, loaded, message)
-    if message.is_tensors:
-        return _answer("outputs", _predict_tensors(state, loaded, message), return_ndarray)
-    predictions = service.predict_instances(loaded, message.instances(), {})
-    return _answer(*wire.encode_predictions(predictions), return_ndarray)
+        return _stream(state, loaded, message)  # releases when the stream ends
+    try:
+        if message.is_tensors:
+            return _answer("outputs", _predict_tensors(state, loaded, message),
+                           return_ndarray)
+        predictions = state.service.predict_instances(loaded, message.instances(), {})
+        return _answer(*wire.encode_predictions(predictions), return_ndarray)
+    finally:
+        loaded.release()
 
 
 def _is_binary_body() -> bool:
@@ -158,9 +159,9 @@ def _query_flag(name: str) -> bool:
 
 def _predict_tensors(state: PredictState, loaded: LoadedVersion,
                      message: wire.GrpsRequest) -> dict[str, Tensor]:
-    inputs = wire.bind_inputs(message.value, loaded.predictor.signature())
-    result = service.predict(state, InferenceRequest(model=loaded.name, inputs=inputs,
-                                                     version=str(loaded.version)))
+    inputs = wire.bind_inputs(message.value, loaded.metadata.signature)
+    result = state.service.predict(loaded, InferenceRequest(model=loaded.name, inputs=inputs,
+                                                            version=str(loaded.version)))
     return result.outputs
 
 
@@ -184,16 +185,23 @@ def _stream(state: PredictState, loaded: LoadedVersion, message: wire.GrpsReques
     """One HTTP chunk per message: compact JSON and a newline, or raw bytes for bin_data.
 
     The first message is computed before the response starts, so a model that fails at
-    once gets a proper error status; a later failure becomes a FAILURE message chunk.
+    once gets a proper error status; a later failure becomes a FAILURE message chunk. The
+    version *loaded* is held until the last chunk is sent (or the client goes away).
     """
     items: Iterator[tuple[str, Any]]
-    if message.is_tensors:
-        items = iter([("outputs", _predict_tensors(state, loaded, message))])
-    else:
-        items = (wire.encode_predictions(predictions) for predictions in
-                 service.predict_stream(loaded, message.instances(), {}))
-    first = next(items, None)
-    return Response(stream_with_context(_chunks(first, items)), mimetype=BINARY_MIMETYPE)
+    try:
+        if message.is_tensors:
+            items = iter([("outputs", _predict_tensors(state, loaded, message))])
+        else:
+            items = (wire.encode_predictions(predictions) for predictions in
+                     state.service.predict_stream(loaded, message.instances(), {}))
+        first = next(items, None)
+    except BaseException:
+        loaded.release()
+        raise
+    response = Response(stream_with_context(_chunks(first, items)), mimetype=BINARY_MIMETYPE)
+    response.call_on_close(loaded.release)
+    return response
 
 
 def _chunks(first: tuple[str, Any] | None, items: Iterator[tuple[str, Any]]) -> Iterator[bytes]:
@@ -217,26 +225,30 @@ def _chunk(kind: str, value: Any) -> bytes:
 
 # --- models -----------------------------------------------------------------------------------
 
-def resolve_model(state: PredictState, model_id: str) -> LoadedVersion:
-    """The version a grps model id names: ``name`` (default version), ``name-<version>``
-    or ``name-<label>``."""
-    names = state.repository.names()
+def split_model_id(model_id: str, names: list[str]) -> tuple[str, str | None] | None:
+    """A grps model id as (model name, version name or ``None`` for the default):
+    ``name``, ``name-<version>`` or ``name-<label>``; ``None`` when no model has the name."""
     if model_id in names:
-        return service.resolve(state, model_id)
+        return model_id, None
     name, dash, version = model_id.rpartition("-")
-    if dash and name in names:
-        if version in state.repository.model(name).spec.labels:
-            return service.resolve(state, name, label=version)
-        if version.isdigit():
-            return service.resolve(state, name, version=version)
-    raise ModelNotFound(f"Model {model_id} not found.")
+    if dash and name in names and version:
+        return name, version
+    return None
+
+
+def acquire_model(state: PredictState, model_id: str) -> LoadedVersion:
+    """Hold the version a grps model id names (the caller releases it)."""
+    found = split_model_id(model_id, state.service.names())
+    if found is None:
+        raise ModelNotFound(f"Model {model_id} not found.")
+    return state.service.acquire(found[0], version_name=found[1])
 
 
 def _default_model(state: PredictState) -> str:
     default = grps_state().default_model
     if default:
         return default
-    names = state.repository.names()
+    names = state.service.names()
     if len(names) == 1:
         return names[0]
     raise InvalidInput(f"no model given: set \"model\" in the body or ?model= to one of "
@@ -257,7 +269,7 @@ def server_metadata() -> ResponseReturnValue:
         "server": {"name": state.settings.server_name, "version": own_version,
                    "protocols": list(state.settings.protocols),
                    "default_model": grps_state().default_model},
-        "models": [describe_model(served) for served in state.repository.models()],
+        "models": [describe_model(served) for served in state.service.models()],
     })
     return json_response(wire.message("str_data", text))
 
@@ -270,10 +282,13 @@ def model_metadata() -> ResponseReturnValue:
         raise InvalidInput("No model name.")
     state = get_state()
     try:
-        loaded = resolve_model(state, name)
+        loaded = acquire_model(state, name)
     except ModelNotFound:
         raise ModelNotFound(f"Model not found: {name}")
-    text = wire.to_yaml(describe_model(state.repository.model(loaded.name), loaded))
+    try:
+        text = wire.to_yaml(describe_model(state.service.model(loaded.name), loaded))
+    finally:
+        loaded.release()
     return json_response(wire.message("str_data", text))
 
 

@@ -13,9 +13,9 @@ from importlib.metadata import PackageNotFoundError, version as package_version
 from flask import Blueprint, Response, request
 from flask.typing import ResponseReturnValue
 
-from ... import codecs, service
+from ... import codecs
 from ...errors import InvalidInput, ModelNotFound
-from ...extension import get_state
+from ...state import get_state
 from .._http import json_error, read_body
 from . import binary, wire
 
@@ -57,13 +57,13 @@ def live() -> ResponseReturnValue:
 
 @bp.get("/v2/health/ready")
 def ready() -> ResponseReturnValue:
-    return _probe(get_state().repository.ready)
+    return _probe(get_state().service.ready)
 
 
 @bp.get("/v2/models/<model>/ready")
 @bp.get("/v2/models/<model>/versions/<version>/ready")
 def model_ready(model: str, version: str | None = None) -> ResponseReturnValue:
-    served = get_state().repository.model(model)
+    served = get_state().service.model(model)
     if version is None:
         return _probe(served.ready)
     number = int(version) if version.isdigit() else None
@@ -75,9 +75,9 @@ def model_ready(model: str, version: str | None = None) -> ResponseReturnValue:
 @bp.get("/v2/models/<model>")
 @bp.get("/v2/models/<model>/versions/<version>")
 def model_metadata(model: str, version: str | None = None) -> ResponseReturnValue:
-    repository = get_state().repository
-    loaded = repository.get(model, version)
-    return _json(wire.model_metadata(repository.model(model), loaded))
+    service = get_state().service
+    with service.use(model, version) as loaded:
+        return _json(wire.model_metadata(service.model(model), loaded))
 
 
 @bp.post("/v2/models/<model>/infer")
@@ -87,14 +87,14 @@ def infer(model: str, version: str | None = None) -> ResponseReturnValue:
     body = binary.decompress(read_body(), request.headers.get("Content-Encoding"),
                              state.settings.max_request_bytes)
     head, raw = binary.split_body(body, request.headers.get(binary.HEADER_LENGTH))
-    loaded = service.resolve(state, model, version)
-    if not head.strip():
-        raise InvalidInput("JSON Parse error: The document is empty")
-    decoded = wire.decode_infer(codecs.loads_v2_infer(head), raw, model, str(loaded.version),
-                                loaded.metadata.signature)
-    result = service.predict(state, decoded.request)
-    payload, chunks = wire.encode_infer(result, decoded.request_id, decoded.options,
-                                        loaded.metadata.properties.get("classes"))
+    with state.service.use(model, version) as loaded:
+        if not head.strip():
+            raise InvalidInput("JSON Parse error: The document is empty")
+        decoded = wire.decode_infer(codecs.loads_v2_infer(head), raw, model,
+                                    str(loaded.version), loaded.metadata.signature)
+        result = state.service.predict(loaded, decoded.request)
+        payload, chunks = wire.encode_infer(result, decoded.request_id, decoded.options,
+                                            loaded.metadata.properties.get("classes"))
     text = codecs.dumps_strict(payload)
     if not chunks:
         return Response(text, mimetype="application/json")

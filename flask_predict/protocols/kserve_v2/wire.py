@@ -19,7 +19,7 @@ import numpy as np
 
 from ... import codecs
 from ...errors import InvalidInput
-from ...repository import LoadedVersion, ServedModel
+from ...served import LoadedVersion, ServedModel
 from ...types import InferenceRequest, InferenceResponse, Signature, Tensor, TensorSpec
 from .binary import array_to_binary, as_bytes, binary_to_array
 from .classification import classify

@@ -7,15 +7,17 @@ method is TF Serving's 400 ``Malformed request``.
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+from contextlib import contextmanager
 from typing import Any, Callable
 
 from flask import Blueprint, request
 from flask.typing import ResponseReturnValue
 
-from ... import codecs, service
+from ... import codecs
 from ...errors import InvalidInput, ModelNotFound, ModelNotReady
-from ...extension import get_state
-from ...repository import LoadedVersion
+from ...served import LoadedVersion
+from ...state import get_state
 from ...types import InferenceRequest
 from .._http import json_error, json_response, parse_json, read_body, read_json
 from . import wire
@@ -39,16 +41,21 @@ def parse_version(version: str | None) -> int | None:
     return number
 
 
-def resolve(model: str, version: str | None, label: str | None) -> LoadedVersion:
-    """The version a request names, with TF Serving's texts for what is not served."""
+@contextmanager
+def serving(model: str, version: str | None, label: str | None) -> Iterator[LoadedVersion]:
+    """Hold the version a request names, with TF Serving's texts for what is not served."""
     number = parse_version(version)
     try:
-        return service.resolve(get_state(), model, number, label)
+        loaded = get_state().service.acquire(model, number, label)
     except (ModelNotFound, ModelNotReady) as exc:
         if label is not None and isinstance(exc, ModelNotFound) and "label" in exc.message:
             raise
         wanted = f"Specific({model}, {number})" if number is not None else f"Latest({model})"
         raise ModelNotFound(f"Servable not found for request: {wanted}") from exc
+    try:
+        yield loaded
+    finally:
+        loaded.release()
 
 
 def malformed() -> InvalidInput:
@@ -64,7 +71,7 @@ def model_status(model: str, version: str | None = None,
         raise malformed()
     number = parse_version(version)
     try:
-        served = get_state().repository.model(model)
+        served = get_state().service.model(model)
     except ModelNotFound:
         raise ModelNotFound(f"Could not find any versions of model {model}")
     return json_response(wire.encode_status(served, number))
@@ -72,7 +79,8 @@ def model_status(model: str, version: str | None = None,
 
 def model_metadata(model: str, version: str | None = None,
                    label: str | None = None) -> ResponseReturnValue:
-    return json_response(wire.encode_metadata(resolve(model, version, label)))
+    with serving(model, version, label) as loaded:
+        return json_response(wire.encode_metadata(loaded))
 
 
 # --- POST -----------------------------------------------------------------------------------
@@ -84,40 +92,35 @@ def predict(model: str, version: str | None = None,
     raw = read_body()
     matrix = codecs.number_matrix(raw, "instances")
     body = {} if matrix is not None else wire.check_body(parse_json(raw))
-    loaded = resolve(model, version, label)
-    if uses_instances_door(loaded):
-        return json_response(predict_instances(loaded, body or wire.check_body(parse_json(raw))))
-    name = wire.signature_name(body) or loaded.metadata.default_signature
-    signature = loaded.metadata.signatures.get(name)
-    if signature is None:
-        raise InvalidInput(f'Serving signature name: "{name}" not found in signature def')
-    inputs = wire.matrix_inputs(matrix, signature) if matrix is not None else None
-    row_format = True
-    if inputs is None:
-        body = body or wire.check_body(parse_json(raw))
-        inputs, row_format = wire.decode_predict(body, signature, name)
-    result = service.predict(get_state(), InferenceRequest(
-        model=loaded.name, inputs=inputs, version=str(loaded.version), signature=name))
+    service = get_state().service
+    with serving(model, version, label) as loaded:
+        if loaded.metadata.instances_door:
+            body = body or wire.check_body(parse_json(raw))
+            return json_response(predict_instances(loaded, body))
+        name = wire.signature_name(body) or loaded.metadata.default_signature
+        signature = loaded.metadata.signatures.get(name)
+        if signature is None:
+            raise InvalidInput(f'Serving signature name: "{name}" not found in signature def')
+        inputs = wire.matrix_inputs(matrix, signature) if matrix is not None else None
+        row_format = True
+        if inputs is None:
+            body = body or wire.check_body(parse_json(raw))
+            inputs, row_format = wire.decode_predict(body, signature, name)
+        result = service.predict(loaded, InferenceRequest(
+            model=loaded.name, inputs=inputs, version=str(loaded.version), signature=name))
     return json_response(wire.encode_predict(result.outputs, row_format))
 
 
-def uses_instances_door(loaded: LoadedVersion) -> bool:
-    """A custom predictor that only has AI Platform's ``predict(instances)``."""
-    meta = loaded.metadata
-    inputs = meta.signature.inputs if meta.default_signature in meta.signatures else ()
-    return (meta.platform == "custom" and len(inputs) == 1
-            and inputs[0].name == "instances" and inputs[0].shape is None)
-
-
 def predict_instances(loaded: LoadedVersion, body: dict[str, Any]) -> dict[str, Any]:
-    """Row and columnar bodies of a custom predictor: the JSON list goes in as instances."""
+    """Row and columnar bodies of a predictor whose own door is ``predict(instances)``:
+    the JSON list goes in as the instances."""
     key = wire.data_key(body)
     instances = body[key]
     if not isinstance(instances, list) or not instances:
         raise InvalidInput(f"JSON Value: {wire.short(instances)} Expecting '{key}' to be a "
                            "non-empty list/array")
     kwargs = {k: v for k, v in body.items() if k != key}
-    predictions = service.predict_instances(loaded, instances, kwargs)
+    predictions = get_state().service.predict_instances(loaded, instances, kwargs)
     return {"predictions" if key == "instances" else "outputs": predictions}
 
 
@@ -125,8 +128,8 @@ def classify(model: str, version: str | None = None,
              label: str | None = None) -> ResponseReturnValue:
     body = wire.check_body(read_json())
     examples = wire.decode_examples(body)
-    loaded = resolve(model, version, label)
-    result = service.classify(loaded, examples, wire.signature_name(body))
+    with serving(model, version, label) as loaded:
+        result = get_state().service.classify(loaded, examples, wire.signature_name(body))
     return json_response(wire.encode_classify(result, len(examples)))
 
 
@@ -134,8 +137,8 @@ def regress(model: str, version: str | None = None,
             label: str | None = None) -> ResponseReturnValue:
     body = wire.check_body(read_json())
     examples = wire.decode_examples(body)
-    loaded = resolve(model, version, label)
-    values = service.regress(loaded, examples, wire.signature_name(body))
+    with serving(model, version, label) as loaded:
+        values = get_state().service.regress(loaded, examples, wire.signature_name(body))
     return json_response(wire.encode_regress(values, len(examples)))
 
 

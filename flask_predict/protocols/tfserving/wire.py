@@ -12,7 +12,7 @@ import numpy as np
 
 from ... import codecs
 from ...errors import InvalidInput, ModelNotFound
-from ...repository import LoadedVersion, ServedModel
+from ...served import LoadedVersion, ServedModel
 from ...types import Classification, Example, Signature, Tensor, TensorSpec
 
 V2_TO_DT: dict[str, str] = {

@@ -4,18 +4,36 @@ The model config names the class as ``module.Class`` or ``module:Class`` (AI Pla
 ``predictionClass``). The module is imported from the version folder itself, as AI Platform
 packaged it, or else from the installed packages. The class needs no base class; when it
 has ``metadata``, ``predict_tensors`` or ``close`` methods they are used too.
+
+A module shipped in a version folder is imported as a submodule of a package made for that
+one version (:func:`version_package`), so two versions of the same model, or a model and
+another library, can ship modules of the same name without replacing each other; nothing is
+added to ``sys.path``, and the user's modules import their siblings relatively
+(``from . import features``).
 """
 
 from __future__ import annotations
 
+import dataclasses
+import hashlib
 import importlib
+import importlib.util
 import inspect
+import itertools
 import os
 import sys
+import threading
+import types
 from typing import Any, Mapping, Sequence
 
 from flask_predict import ModelMetadata, Predictor
 from flask_predict.types import Tensor
+
+PACKAGE_PREFIX = "flask_predict_custom.versions"
+"""Version folders are imported as ``<prefix>.v<n>_<hash>`` packages."""
+
+_counter = itertools.count(1)
+_import_lock = threading.Lock()
 
 
 class CustomPredictor(Predictor):
@@ -24,10 +42,15 @@ class CustomPredictor(Predictor):
     def __init__(self, user: Any) -> None:
         self.user = user
         self._accepts = _accepted_keywords(user.predict)
-        self._metadata = (user.metadata() if callable(getattr(user, "metadata", None))
-                          else super().metadata())
-        if not isinstance(self._metadata, ModelMetadata):
+        declared = callable(getattr(user, "metadata", None))
+        metadata = user.metadata() if declared else super().metadata()
+        if not isinstance(metadata, ModelMetadata):
             raise TypeError("metadata() must return a flask_predict.ModelMetadata")
+        # with neither a declared signature nor a tensor door of its own, protocols hand
+        # the class the request's JSON instances as they are
+        own_tensors = callable(getattr(user, "predict_tensors", None))
+        self._metadata = dataclasses.replace(
+            metadata, instances_door=not declared and not own_tensors)
 
     @classmethod
     def from_path(cls, model_dir: str, **options: Any) -> CustomPredictor:
@@ -59,8 +82,11 @@ class CustomPredictor(Predictor):
 
     def close(self) -> None:
         close = getattr(self.user, "close", None)
-        if callable(close):
-            close()
+        try:
+            if callable(close):
+                close()
+        finally:
+            _forget_version_modules(type(self.user).__module__)
 
 
 def load_user_class(name: str, model_dir: str) -> Any:
@@ -88,14 +114,40 @@ def _import_from(module_name: str, model_dir: str) -> Any:
                or os.path.isdir(os.path.join(model_dir, top)))
     if not shipped:
         return importlib.import_module(module_name)
-    # Another version of the same model may have imported a module of the same name.
-    for key in [k for k in sys.modules if k == top or k.startswith(top + ".")]:
+    package = version_package(model_dir)
+    return importlib.import_module(f"{package}.{module_name}")
+
+
+def version_package(model_dir: str) -> str:
+    """A new package, unique to one load of *model_dir*, whose path is that folder: its
+    modules import as ``<package>.<module>`` and never replace anyone else's."""
+    digest = hashlib.sha1(os.path.abspath(model_dir).encode()).hexdigest()[:10]
+    with _import_lock:
+        name = f"{PACKAGE_PREFIX}.v{next(_counter)}_{digest}"
+        package = types.ModuleType(name, f"modules shipped in {model_dir}")
+        package.__path__ = [model_dir]
+        package.__spec__ = importlib.util.spec_from_loader(name, loader=None, is_package=True)
+        if package.__spec__ is not None:
+            package.__spec__.submodule_search_locations = [model_dir]
+        _ensure_parent()
+        sys.modules[name] = package
+    return name
+
+
+def _forget_version_modules(module: str) -> None:
+    """Drop the modules of a closed version's own package (none for installed classes)."""
+    if not module.startswith(PACKAGE_PREFIX + "."):
+        return
+    package = ".".join(module.split(".")[:3])
+    for key in [k for k in sys.modules if k == package or k.startswith(package + ".")]:
         del sys.modules[key]
-    sys.path.insert(0, model_dir)
-    try:
-        return importlib.import_module(module_name)
-    finally:
-        sys.path.remove(model_dir)
+
+
+def _ensure_parent() -> None:
+    if PACKAGE_PREFIX not in sys.modules:
+        parent = types.ModuleType(PACKAGE_PREFIX, "one package per loaded custom version")
+        parent.__path__ = []
+        sys.modules[PACKAGE_PREFIX] = parent
 
 
 def _accepted_keywords(method: Any) -> set[str] | None:

@@ -118,7 +118,7 @@ def test_warmup_replayed_before_the_version_is_served(tmp_path: Path) -> None:
     repository = ModelRepository.load([spec], load_predictor_class)
     loaded = repository.get("half_plus_two")
     assert loaded.predictor.predict_tensors({"x": x})["y"].tolist() == [[2.5]]
-    assert warm_up(loaded) == 5  # every record replays on the loaded model
+    assert warm_up(loaded.predictor, loaded.path) == 5  # every record replays on the loaded model
     # a warm-up request the model refuses makes the version fail; version 1 stays
     version_with_warmup(tmp_path, 2, [predict_log({"nope": x})])
     repository.sync([spec])

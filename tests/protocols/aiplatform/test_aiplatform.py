@@ -129,7 +129,7 @@ def test_versions_by_name_and_default(make_app: Any, model_root: Path, tmp_path:
     assert post(client, "iris/versions/2:predict", body).status_code == 200
     assert post(client, "iris:predict", body).status_code == 200
     state = app.extensions["predict"]
-    assert state.repository.get("iris").version == 1
+    assert state.service.repository.get("iris").version == 1
 
 
 def test_decode_predict_splits_kwargs() -> None:

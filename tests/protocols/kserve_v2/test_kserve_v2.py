@@ -396,7 +396,7 @@ def half_ready_app(make_app: Any, model_config: dict[str, Any],
     (broken / "1" / "model.joblib").write_bytes(b"not a pickle")
     specs = [*app.extensions["predict"].settings.models,
              ModelSpec(name="broken", base_path=str(broken), predictor="sklearn")]
-    app.extensions["predict"].repository.sync(specs)
+    app.extensions["predict"].service.repository.sync(specs)
     return app
 
 

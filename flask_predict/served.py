@@ -1,0 +1,174 @@
+"""What a worker serves: each configured model, its versions' states, and each loaded
+version, counted while requests use it.
+
+A request holds a version from the moment it is resolved until its answer is written
+(:meth:`LoadedVersion.acquire` / :meth:`LoadedVersion.release`, through
+:meth:`flask_predict.service.ModelService.use`). The repository retires a version it
+replaces or drops; the version is closed when its last request finishes, never under one.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+from dataclasses import dataclass, field
+from typing import Mapping
+
+from .errors import FailedPrecondition, ModelNotFound, ModelNotReady
+from .predictor import Predictor
+from .types import ModelMetadata, ModelSpec
+
+logger = logging.getLogger(__name__)
+
+
+class LoadedVersion:
+    """One version of one model, loaded in this worker."""
+
+    __slots__ = ("spec", "version", "predictor", "metadata", "path", "_lock", "_uses",
+                 "_retired", "_closed")
+
+    def __init__(self, spec: ModelSpec, version: int, predictor: Predictor,
+                 metadata: ModelMetadata, path: str) -> None:
+        self.spec = spec
+        self.version = version
+        self.predictor = predictor
+        self.metadata = metadata
+        self.path = path
+        self._lock = threading.Lock()
+        self._uses = 0
+        self._retired = False
+        self._closed = False
+
+    @property
+    def name(self) -> str:
+        return self.spec.name
+
+    @property
+    def uses(self) -> int:
+        """Requests holding this version now."""
+        return self._uses
+
+    @property
+    def closed(self) -> bool:
+        return self._closed
+
+    def acquire(self) -> bool:
+        """Count one more request on this version; ``False`` once it has been retired
+        (the caller resolves again and finds its replacement)."""
+        with self._lock:
+            if self._retired:
+                return False
+            self._uses += 1
+            return True
+
+    def release(self) -> None:
+        """A request is done with this version; the last one out of a retired version
+        closes it."""
+        with self._lock:
+            self._uses -= 1
+            close = self._retired and self._uses == 0 and not self._closed
+            if close:
+                self._closed = True
+        if close:
+            self._close()
+
+    def retire(self) -> None:
+        """No new request may use this version; close it now if none does, else when the
+        last one releases it."""
+        with self._lock:
+            if self._retired:
+                return
+            self._retired = True
+            close = self._uses == 0
+            if close:
+                self._closed = True
+        if close:
+            self._close()
+
+    def _close(self) -> None:
+        close_predictor(self.predictor, self.name, self.version)
+
+    def __repr__(self) -> str:
+        return f"<LoadedVersion {self.name!r} v{self.version} uses={self._uses}>"
+
+
+def close_predictor(predictor: Predictor, name: str, version: int) -> None:
+    """Call ``predictor.close()``; a failure is logged, never raised."""
+    try:
+        predictor.close()
+    except Exception:
+        logger.exception("model %r version %d failed to close", name, version)
+
+
+@dataclass(frozen=True)
+class VersionStatus:
+    """TF Serving's view of a version: state ``LOADING``, ``AVAILABLE``, ``UNLOADING`` or
+    ``END``; a version that failed to load is ``END`` with an ``error``. A replaced version
+    is ``UNLOADING`` until the next sync, then ``END`` (it is closed as soon as the last
+    request using it finishes)."""
+
+    version: int
+    state: str
+    error: str = ""
+    stamp: float = 0.0
+    """Modification time of the version folder (for a failed version: the latest time of
+    anything under it, see :func:`tree_stamp`) when it was last tried."""
+
+
+@dataclass
+class ServedModel:
+    """A configured model and the versions this worker serves of it."""
+
+    spec: ModelSpec
+    versions: Mapping[int, LoadedVersion] = field(default_factory=dict)
+    statuses: Mapping[int, VersionStatus] = field(default_factory=dict)
+
+    @property
+    def name(self) -> str:
+        return self.spec.name
+
+    @property
+    def ready(self) -> bool:
+        return bool(self.versions)
+
+    def default(self) -> LoadedVersion:
+        """The version served when a request names none."""
+        versions = self.versions
+        if not versions:
+            raise ModelNotReady(f"model {self.name!r} has no version loaded")
+        if self.spec.default_version is not None:
+            wanted = self.spec.labels.get(self.spec.default_version)
+            if wanted is None:
+                wanted = int(self.spec.default_version)
+            if wanted in versions:
+                return versions[wanted]
+        return versions[max(versions)]
+
+    def version(self, version: int | str) -> LoadedVersion:
+        """The loaded *version* (a number, or digits from a URL)."""
+        try:
+            number = int(version)
+        except (TypeError, ValueError):
+            raise ModelNotFound(f"model {self.name!r} has no version {version!r}")
+        loaded = self.versions.get(number)
+        if loaded is None:
+            raise ModelNotFound(f"model {self.name!r} has no version {version}")
+        return loaded
+
+    def label(self, label: str) -> LoadedVersion:
+        """The version a label points to; an unknown label is a client error (400)."""
+        number = self.spec.labels.get(label)
+        if number is None:
+            raise FailedPrecondition(f"Unrecognized servable version label: {label}")
+        loaded = self.versions.get(number)
+        if loaded is None:
+            raise ModelNotFound(f"label {label!r} of model {self.name!r} points to version "
+                                f"{number}, which is not loaded")
+        return loaded
+
+    def named(self, name: str) -> LoadedVersion:
+        """The version a *version name* picks (AI Platform's version names, grps's
+        ``model-<version>``): a label first, else a version number."""
+        if name in self.spec.labels:
+            return self.label(name)
+        return self.version(name)
