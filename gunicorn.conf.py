@@ -38,19 +38,32 @@ server.share_state_dir()
 
 def on_starting(server_):
     """Check the configuration once in the master, so a mistake stops the server at boot."""
-    server.check_configuration(server_.log)
+    server.server_starting(server_)
+
+
+def pre_fork(server_, worker):
+    # the lowest free index: a respawned worker takes its dead predecessor's GPU
+    server.assign_worker_index(server_, worker)
 
 
 def post_fork(server_, worker):
-    server.worker_started(worker.age, server_.num_workers)
     # flask_predict's own lines (models loaded, failed requests) go to gunicorn's error log
     # at $LOG_LEVEL. Not logconfig_dict: that would make gunicorn build every request's
     # access-log fields even with no access log.
     server.route_logs(worker.log.error_log, os.environ.get("LOG_LEVEL", "INFO"))
+    # thread pools and GPU of this worker, before it imports any framework
+    server.worker_started(worker)
 
 
 def post_worker_init(worker):
-    worker.log.info("flask_predict: worker %s loaded its models", worker.pid)
+    # models load in the background: liveness answers now, readiness once they are in
+    server.worker_loaded(worker.wsgi, worker)
+    worker.log.info("flask_predict: worker %s serving", worker.pid)
+
+
+def child_exit(server_, worker):
+    # in the master: a dead worker no longer counts as ready
+    server.worker_gone(worker)
 
 
 def worker_exit(server_, worker):

@@ -19,6 +19,8 @@ predict = FlaskPredict()
 
 def create_app() -> Flask:
     app = Flask(__name__)
+    # the server answers liveness while its models load; readiness once they are in
+    app.config["PREDICT_LOAD_IN_BACKGROUND"] = True
     app.config.update(config_from_environ(os.environ))
     app.config.from_prefixed_env()  # FLASK_PREDICT_MODELS='{...}' -> PREDICT_MODELS
     predict.init_app(app)  # runs inside each worker: loads that worker's models

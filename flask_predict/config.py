@@ -15,10 +15,10 @@ from pathlib import Path
 from typing import Any, Mapping
 
 from .errors import ConfigError
-from .protocols import PROTOCOL_MODULES
 from .types import ModelSpec, VersionPolicy
 
-ALL_PROTOCOLS = tuple(PROTOCOL_MODULES)
+ALL_PROTOCOLS = ("aiplatform", "grps", "kserve_v2", "tfserving")
+"""``PREDICT_PROTOCOLS`` names (:mod:`flask_predict.protocols` maps each to its blueprint)."""
 
 DEFAULTS: dict[str, Any] = {
     "PREDICT_MODELS": None,
@@ -38,11 +38,13 @@ DEFAULTS: dict[str, Any] = {
     "PREDICT_VERTEX_MODEL": None,
     "PREDICT_GRPS_DEFAULT_MODEL": None,
     "PREDICT_GRPS_START_ONLINE": True,
+    "PREDICT_MANAGE_PROCESS": False,
+    "PREDICT_LOAD_IN_BACKGROUND": False,
 }
 """Every key with its default. ``docs/config.rst`` has one entry per key."""
 
-_MODEL_KEYS = {"base_path", "predictor", "version_policy", "version_labels", "versions",
-               "default_version", "model_platform", "options"}
+MODEL_KEYS = frozenset({"base_path", "predictor", "version_policy", "version_labels", "versions",
+               "default_version", "model_platform", "options"})
 
 
 @dataclass(frozen=True)
@@ -72,6 +74,12 @@ class Settings:
     """The model the Vertex AI routes serve; default: the only configured model."""
     grps_default_model: str | None
     grps_start_online: bool
+    manage_process: bool
+    """``init_app`` sizes thread pools, places the GPU and freezes the heap (the standalone
+    server does that in gunicorn's hooks instead; an embedding app keeps its process)."""
+    load_in_background: bool
+    """Load models on a thread after ``init_app`` returns: liveness answers meanwhile,
+    readiness once they are loaded (the standalone server's mode)."""
 
     def model(self, name: str) -> ModelSpec | None:
         return next((spec for spec in self.models if spec.name == name), None)
@@ -127,6 +135,8 @@ def read_settings(config: Mapping[str, Any]) -> Settings:
         vertex_model=values["PREDICT_VERTEX_MODEL"] or None,
         grps_default_model=values["PREDICT_GRPS_DEFAULT_MODEL"] or None,
         grps_start_online=_bool(values, "PREDICT_GRPS_START_ONLINE"),
+        manage_process=_bool(values, "PREDICT_MANAGE_PROCESS"),
+        load_in_background=_bool(values, "PREDICT_LOAD_IN_BACKGROUND"),
     )
 
 
@@ -206,7 +216,7 @@ def _model_spec(name: str, entry: Any, base_dir: Path | None, origin: str) -> Mo
         raise ConfigError(f"{where}: base_path {str(base_path)!r} is not a directory")
 
     options = dict(entry.get("options") or {})
-    options.update({k: v for k, v in entry.items() if k not in _MODEL_KEYS})
+    options.update({k: v for k, v in entry.items() if k not in MODEL_KEYS})
     predictor = entry.get("predictor")
     if predictor is not None and not isinstance(predictor, str):
         raise ConfigError(f"{where}: 'predictor' must be a plugin name")

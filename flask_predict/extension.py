@@ -1,43 +1,39 @@
-"""The Flask extension: read settings, load models, register the protocol blueprints."""
+"""The Flask extension: read settings, load models, register the protocol blueprints.
+
+``init_app`` changes nothing in the process beyond the app it is given: thread pools, GPU
+placement and ``gc.freeze`` are the server's business (:mod:`flask_predict.server`), unless
+``PREDICT_MANAGE_PROCESS`` asks for them.
+"""
 
 from __future__ import annotations
 
 import logging
-from dataclasses import dataclass, field
-from typing import Any
 
-from flask import Flask, current_app
+from flask import Flask
 
 from . import runtime
-from .config import Settings, read_settings
+from .config import read_settings
 from .plugins import check_predictor_class, load_predictor_class
 from .predictor import Predictor
+from .protocols import blueprint
 from .repository import ModelRepository
+from .service import ModelService
+from .state import EXTENSION_KEY, PredictState, get_state
 from .watcher import Watcher
 
 logger = logging.getLogger(__name__)
 
-EXTENSION_KEY = "predict"
-
-
-@dataclass
-class PredictState:
-    """What one app's views and the service need: its settings and its models."""
-
-    settings: Settings
-    repository: ModelRepository
-    extras: dict[str, Any] = field(default_factory=dict)
-    """Per-app objects owned by one protocol or feature (keyed by its module name)."""
-    watcher: Watcher | None = None
-    """Reloads models from disk in this worker; ``None`` when ``PREDICT_POLL_SECONDS`` is 0."""
+__all__ = ["FlaskPredict", "close_app", "get_state"]
 
 
 class FlaskPredict:
     """Serve machine-learning models over several inference protocols.
 
     ``FlaskPredict(app)`` or ``predict = FlaskPredict(); predict.init_app(app)``. Settings
-    are read once, in :meth:`init_app`, which also loads every configured model: a bad
-    setting, a missing plugin or a broken artifact raises there, not at request time.
+    are read once, in :meth:`init_app`. By default it also loads every configured model
+    there: a bad setting, a missing plugin or a broken artifact raises at once. With
+    ``PREDICT_LOAD_IN_BACKGROUND`` (what the standalone server uses) the routes serve at
+    once, liveness answers, and readiness turns true when the models are loaded.
     """
 
     def __init__(self, app: Flask | None = None) -> None:
@@ -58,32 +54,28 @@ class FlaskPredict:
         if EXTENSION_KEY in app.extensions:
             raise RuntimeError("A 'FlaskPredict' instance is already registered on this app.")
         settings = read_settings(app.config)
-        runtime.limit_threads(settings.threads)
-        runtime.assign_gpu(settings.gpus, settings.worker_index)
-        repository = ModelRepository.load(settings.models, self.predictor_class)
-        runtime.limit_loaded_pools(settings.threads)
-        runtime.freeze_heap()
-        state = PredictState(settings, repository)
-        if settings.poll_seconds > 0:
+        if settings.manage_process:
+            runtime.prepare_process(settings.threads, settings.gpus, settings.worker_index)
+        background = settings.load_in_background
+        if background:
+            repository = ModelRepository(self.predictor_class)
+        else:
+            repository = ModelRepository.load(settings.models, self.predictor_class)
+        state = PredictState(settings, ModelService(repository))
+        if background or settings.poll_seconds > 0:
             state.watcher = Watcher(repository, app.config.get("PREDICT_MODELS"),
                                     settings.model_config_file, settings.poll_seconds,
-                                    settings.models)
+                                    settings.models, load_first=background)
         app.extensions[EXTENSION_KEY] = state
-
-        from .protocols import blueprint
-
         for name in settings.protocols:
             app.register_blueprint(blueprint(name), url_prefix=settings.url_prefix or None)
-        logger.info("flask_predict: serving %s over %s", repository.names(),
-                    list(settings.protocols))
+        logger.info("flask_predict: serving %s over %s%s", [s.name for s in settings.models],
+                    list(settings.protocols), " (loading in the background)" if background
+                    else "")
         if state.watcher is not None:
             state.watcher.start()
-
-
-def get_state() -> PredictState:
-    """The state of the current app (what views use instead of a global)."""
-    state: PredictState = current_app.extensions[EXTENSION_KEY]
-    return state
+        if settings.manage_process and not background:
+            runtime.settle_process(settings.threads)
 
 
 def close_app(app: Flask) -> None:
@@ -93,4 +85,4 @@ def close_app(app: Flask) -> None:
     if state is not None:
         if state.watcher is not None:
             state.watcher.stop()
-        state.repository.close()
+        state.service.repository.close()

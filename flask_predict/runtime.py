@@ -1,5 +1,8 @@
-"""Per-process resources: the native thread pools of the libraries a worker loads, and the
-GPU a worker uses."""
+"""Process-wide resources of a serving process: native thread pools, the GPU it uses, the
+garbage collector. One owner: the server (gunicorn's hooks in :mod:`flask_predict.server`)
+calls these; ``init_app`` calls them only when ``PREDICT_MANAGE_PROCESS`` asks, so an app
+that embeds the extension keeps its process as it was.
+"""
 
 from __future__ import annotations
 
@@ -14,6 +17,22 @@ THREAD_VARIABLES = ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS"
                     "BLIS_NUM_THREADS", "VECLIB_MAXIMUM_THREADS", "NUMEXPR_NUM_THREADS",
                     "TF_NUM_INTRAOP_THREADS", "TF_NUM_INTEROP_THREADS")
 """Read by OpenMP (scikit-learn, XGBoost), the BLAS libraries and TensorFlow at load time."""
+
+NVIDIA_GPUS = "/proc/driver/nvidia/gpus"
+"""One entry per NVIDIA GPU the driver sees: counting them needs no framework."""
+
+
+def prepare_process(threads: int, gpus: Sequence[int] | None,
+                    worker_index: int | None) -> None:
+    """Before any framework loads: size thread pools and pick this worker's GPU."""
+    limit_threads(threads)
+    assign_gpu(gpus, worker_index)
+
+
+def settle_process(threads: int) -> None:
+    """After the models loaded: limit pools the frameworks started, freeze the heap."""
+    limit_loaded_pools(threads)
+    freeze_heap()
 
 
 def limit_threads(threads: int) -> None:
@@ -36,9 +55,26 @@ def limit_loaded_pools(threads: int) -> None:
     logger.debug("native thread pools limited to %d", threads)
 
 
+def detected_gpus() -> tuple[int, ...]:
+    """The NVIDIA GPUs this process may use: ``CUDA_VISIBLE_DEVICES`` when set (numeric
+    form), else every GPU the driver lists; none without a driver."""
+    visible = os.environ.get("CUDA_VISIBLE_DEVICES")
+    if visible is not None:
+        parts = [p.strip() for p in visible.split(",") if p.strip()]
+        if all(p.isdigit() for p in parts):
+            return tuple(int(p) for p in parts)
+        return ()
+    try:
+        return tuple(range(len(os.listdir(NVIDIA_GPUS))))
+    except OSError:
+        return ()
+
+
 def worker_gpu(gpus: Sequence[int] | None, worker_index: int | None) -> int | None:
-    """The GPU of worker *worker_index* (``PREDICT_WORKER_INDEX``): ``gpus[N mod len(gpus)]``;
-    ``None`` when ``PREDICT_GPUS`` lists none."""
+    """The GPU of worker *worker_index*: ``gpus[index mod len(gpus)]``, with *gpus* from
+    ``PREDICT_GPUS`` or else :func:`detected_gpus`; ``None`` without a GPU."""
+    if gpus is None:
+        gpus = detected_gpus()
     if not gpus:
         return None
     return gpus[(worker_index or 0) % len(gpus)]
@@ -46,7 +82,7 @@ def worker_gpu(gpus: Sequence[int] | None, worker_index: int | None) -> int | No
 
 def assign_gpu(gpus: Sequence[int] | None, worker_index: int | None) -> None:
     """Show this process only its GPU (``CUDA_VISIBLE_DEVICES``), before any framework
-    initialises CUDA. Without ``PREDICT_GPUS`` every GPU stays visible."""
+    initialises CUDA: the one place GPUs are placed. Without a GPU nothing changes."""
     chosen = worker_gpu(gpus, worker_index)
     if chosen is not None:
         os.environ["CUDA_VISIBLE_DEVICES"] = str(chosen)

@@ -1,22 +1,36 @@
-"""What ``gunicorn.conf.py`` delegates to: checks in the master, per-worker setup."""
+"""The server side of a deployment: what ``gunicorn.conf.py``'s hooks delegate to.
+
+In the master: the configuration check, shared folders, each worker's index. In each
+worker: process-wide setup (thread pools, GPU, ``gc.freeze``; see :mod:`.runtime`), logs,
+release at exit. Nothing here runs when the extension is embedded in another app.
+"""
 
 from __future__ import annotations
 
 import logging
 import os
-from typing import Any
+from typing import Any, Iterable
 
 from flask import Config, Flask
 
-from .config import config_from_environ, read_settings
+from . import runtime
+from .artifacts import version_folders, version_path
+from .config import MODEL_KEYS, Settings, config_from_environ, read_settings
 from .errors import ConfigError
 from .extension import close_app
-from .plugins import installed_names
-from .repository import version_folders
+from .readiness import ReadyMarks
+from .plugins import check_options, detect_predictor, did_you_mean, installed_names, \
+    manifests
 from .shared_state import create_server_dir
+from .state import EXTENSION_KEY, PredictState
 
 WORKER_INDEX_VARIABLE = "FLASK_PREDICT_WORKER_INDEX"
 STATE_DIR_VARIABLE = "FLASK_PREDICT_STATE_DIR"
+SERVER_WORKERS_VARIABLE = "PREDICT_SERVER_WORKERS"
+"""How many workers the master runs (readiness waits for all of them); not a
+``FLASK_`` variable, so no app reads it as a setting."""
+INDEX_ATTRIBUTE = "flask_predict_index"
+"""Where the master keeps each gunicorn worker object's index."""
 
 
 def share_cores(workers: int) -> None:
@@ -43,20 +57,14 @@ def environ_config() -> Config:
 
 
 def check_configuration(log: Any) -> None:
-    """Validate settings and model folders in the master, without loading any framework.
+    """Validate settings, model folders and model options in the master, importing no
+    framework (plugins' manifests only).
 
     Raises ``SystemExit`` with the problem, which stops gunicorn before it forks workers.
     """
     try:
         settings = read_settings(environ_config())
-        plugins = installed_names()
-        for spec in settings.models:
-            if spec.predictor is not None and spec.predictor not in plugins:
-                raise ConfigError(f"model {spec.name!r}: no predictor {spec.predictor!r}; "
-                                  f"installed: {plugins}")
-            if not version_folders(spec.base_path):
-                raise ConfigError(f"model {spec.name!r}: no numbered version folder in "
-                                  f"{spec.base_path!r}")
+        check_models(settings)
         if not settings.models:
             log.warning("flask_predict: no model configured (set FLASK_PREDICT_MODELS, "
                         "FLASK_PREDICT_MODEL_CONFIG_FILE or MODEL_NAME)")
@@ -65,9 +73,101 @@ def check_configuration(log: Any) -> None:
         raise SystemExit(f"flask_predict: configuration error: {exc.message}")
 
 
-def worker_started(age: int, workers: int) -> None:
-    """Give the new worker an index in ``0..workers-1`` (used to spread workers over GPUs)."""
-    os.environ[WORKER_INDEX_VARIABLE] = str((age - 1) % max(workers, 1))
+def check_models(settings: Settings) -> None:
+    """Each model: a known plugin, a version folder, only options its plugin takes."""
+    plugins = installed_names()
+    found = manifests()
+    for spec in settings.models:
+        if spec.predictor is not None and spec.predictor not in plugins:
+            raise ConfigError(f"model {spec.name!r}: no predictor {spec.predictor!r}"
+                              f"{did_you_mean(spec.predictor, plugins)}; installed: {plugins}")
+        versions = version_folders(spec.base_path)
+        if not versions:
+            raise ConfigError(f"model {spec.name!r}: no numbered version folder in "
+                              f"{spec.base_path!r}")
+        predictor = spec.predictor or detect_predictor(
+            version_path(spec.base_path, max(versions)), spec.options, found)
+        try:
+            check_options(spec.name, predictor, spec.options, found)
+        except ConfigError as exc:
+            raise ConfigError(_hint_model_keys(exc.message, spec.options)) from None
+
+
+def _hint_model_keys(message: str, options: Iterable[str]) -> str:
+    """A misspelt model key (``version_polcy``) reaches the plugin as an option: point at
+    the key it resembles instead."""
+    for option in options:
+        hint = did_you_mean(option, MODEL_KEYS)
+        if f"{option!r}" in message and hint:
+            return message.split("; did you mean")[0] + hint
+    return message
+
+
+def assign_worker_index(arbiter: Any, worker: Any) -> int:
+    """In the master, before the fork: the lowest index no live worker holds, so a
+    respawned worker takes the index (and GPU) its dead predecessor freed."""
+    held = {getattr(w, INDEX_ATTRIBUTE, None) for w in arbiter.WORKERS.values()}
+    index = next(i for i in range(len(held) + 1) if i not in held)
+    setattr(worker, INDEX_ATTRIBUTE, index)
+    return index
+
+
+def worker_started(worker: Any) -> None:
+    """In the worker, before the app loads: its index, thread pools and GPU."""
+    index = getattr(worker, INDEX_ATTRIBUTE, 0)
+    os.environ[WORKER_INDEX_VARIABLE] = str(index)
+    settings = read_settings(environ_config())
+    runtime.prepare_process(settings.threads, settings.gpus, index)
+
+
+def worker_loaded(app: Flask, worker: Any) -> None:
+    """In the worker, after the app loaded: once its models are in memory, limit the pools
+    the frameworks started and freeze the heap; take part in server-wide readiness."""
+    state: PredictState | None = app.extensions.get(EXTENSION_KEY)
+    if state is None:
+        return
+    threads = state.settings.threads
+    marks = ready_marks()
+    index = getattr(worker, INDEX_ATTRIBUTE, 0)
+    repository = state.service.repository
+    if marks is not None:
+        state.service.ready_checks.append(marks.all_ready)
+    if state.watcher is not None:
+        state.watcher.after_first_load(lambda: runtime.settle_process(threads))
+        if marks is not None:
+            state.watcher.after_each_poll(lambda: marks.mark(index, repository.ready))
+    else:
+        runtime.settle_process(threads)
+        if marks is not None:
+            marks.mark(index, repository.ready)
+
+
+def ready_marks() -> ReadyMarks | None:
+    """The server's readiness markers (needs the shared folder and the worker count)."""
+    folder = os.environ.get(STATE_DIR_VARIABLE)
+    workers = os.environ.get(SERVER_WORKERS_VARIABLE)
+    if not folder or not workers:
+        return None
+    return ReadyMarks(folder, int(workers))
+
+
+def server_starting(arbiter: Any) -> None:
+    """In the master, before any worker: check the configuration, and start readiness
+    from scratch for *arbiter*'s worker count."""
+    check_configuration(arbiter.log)
+    os.environ[SERVER_WORKERS_VARIABLE] = str(arbiter.num_workers)
+    marks = ready_marks()
+    if marks is not None:
+        for index in range(arbiter.num_workers):
+            marks.mark(index, False)
+
+
+def worker_gone(worker: Any) -> None:
+    """In the master, when a worker exits: it is no longer ready."""
+    marks = ready_marks()
+    index = getattr(worker, INDEX_ATTRIBUTE, None)
+    if marks is not None and index is not None:
+        marks.mark(index, False)
 
 
 def route_logs(target: logging.Logger, level: str) -> None:

@@ -17,7 +17,8 @@ from __future__ import annotations
 import logging
 import os
 import threading
-from typing import Any
+import time
+from typing import Any, Callable
 
 from .config import load_models
 from .errors import PredictError
@@ -33,11 +34,14 @@ class Watcher:
     :param repository: the app's models.
     :param models: the ``PREDICT_MODELS`` value read by ``init_app`` (fixed while serving).
     :param config_file: ``PREDICT_MODEL_CONFIG_FILE``, re-read on every poll, or ``None``.
-    :param poll_seconds: the pause between two polls.
+    :param poll_seconds: the pause between two polls; 0 with *load_first* loads once.
+    :param load_first: load the models at once when the thread starts (the worker serves
+        liveness meanwhile), then poll.
     """
 
     def __init__(self, repository: ModelRepository, models: Any, config_file: str | None,
-                 poll_seconds: float, specs: tuple[ModelSpec, ...]) -> None:
+                 poll_seconds: float, specs: tuple[ModelSpec, ...],
+                 load_first: bool = False) -> None:
         self.repository = repository
         self.models = models
         self.config_file = config_file
@@ -48,6 +52,31 @@ class Watcher:
         self._thread: threading.Thread | None = None
         self._pid = 0
         self._last_error: str | None = None
+        self.load_first = load_first
+        self._first_load_done = threading.Event()
+        self._after_first_load: list[Callable[[], None]] = []
+        self._after_poll: list[Callable[[], None]] = []
+        if not load_first:
+            self._first_load_done.set()
+
+    def after_first_load(self, callback: Callable[[], None]) -> None:
+        """Call *callback* once the first load is done (at once if it is), on the
+        watcher's thread; failures are logged."""
+        if self._first_load_done.is_set():
+            _call(callback)
+        else:
+            self._after_first_load.append(callback)
+
+    def after_each_poll(self, callback: Callable[[], None]) -> None:
+        """Call *callback* after every poll from now on (and once at once if the first
+        load is done), on the watcher's thread; failures are logged."""
+        self._after_poll.append(callback)
+        if self._first_load_done.is_set():
+            _call(callback)
+
+    def wait_first_load(self, timeout: float | None = None) -> bool:
+        """Block until the first load is done; ``False`` on timeout."""
+        return self._first_load_done.wait(timeout)
 
     @property
     def running(self) -> bool:
@@ -77,6 +106,16 @@ class Watcher:
             thread.join(timeout)
 
     def _run(self) -> None:
+        if self.load_first and not self._first_load_done.is_set():
+            started = time.perf_counter()
+            self.poll()
+            logger.info("flask_predict: first load done in %.2fs; ready: %s",
+                        time.perf_counter() - started, self.repository.ready)
+            self._first_load_done.set()
+            for callback in self._after_first_load:
+                _call(callback)
+            if self.poll_seconds <= 0:
+                return
         while not self._stop.wait(self.poll_seconds):
             self.poll()
 
@@ -91,6 +130,8 @@ class Watcher:
             if self._last_error is not None:
                 logger.info("flask_predict: model configuration readable again")
             self._last_error = None
+        for callback in list(self._after_poll):
+            _call(callback)
 
     def read_specs(self) -> tuple[ModelSpec, ...]:
         """The configured models now (the config file as it is on disk)."""
@@ -109,3 +150,10 @@ class Watcher:
             logger.error("flask_predict: reload skipped, the served models stay: %s", message)
         else:
             logger.exception("flask_predict: reload failed, the served models stay")
+
+
+def _call(callback: Callable[[], None]) -> None:
+    try:
+        callback()
+    except Exception:
+        logger.exception("flask_predict: a callback after the first model load failed")

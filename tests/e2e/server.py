@@ -34,13 +34,15 @@ class GunicornServer:
 
     def __init__(self, models: Any = None, workers: int = 2, env: Mapping[str, str] | None = None,
                  ready_path: str = "/v2/health/ready", ready_status: int | None = 200,
-                 timeout: float = 120.0,
+                 timeout: float = 120.0, ready_body: bytes | None = None,
                  log_path: Path | None = None) -> None:
         self.port = free_port()
         self.url = f"http://127.0.0.1:{self.port}"
         self.workers = workers
         self.ready_path = ready_path
         self.ready_status = ready_status
+        self.ready_body = ready_body
+        """When set, the readiness answer must also contain these bytes."""
         self.timeout = timeout
         self.env = {k: v for k, v in os.environ.items()
                     if not k.startswith(("FLASK_PREDICT_", "MODEL_"))}
@@ -75,8 +77,9 @@ class GunicornServer:
             if self.process is not None and self.process.poll() is not None:
                 raise RuntimeError(f"gunicorn exited with {self.process.returncode}: "
                                    f"{self.log_text()}")
-            status, _, _ = request("GET", self.url + self.ready_path, timeout=5)
-            if status and (self.ready_status is None or status == self.ready_status):
+            status, _, body = request("GET", self.url + self.ready_path, timeout=5)
+            if status and (self.ready_status is None or status == self.ready_status) \
+                    and (self.ready_body is None or self.ready_body in body):
                 return
             time.sleep(0.2)
         self.stop()

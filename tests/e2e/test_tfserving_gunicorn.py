@@ -68,12 +68,16 @@ def server(model_root: Path, tmp_path_factory: pytest.TempPathFactory) -> Any:
     config.write_text(CONFIG.format(
         half_plus_two=TFSERVING / "saved_model_half_plus_two_cpu",
         half_plus_three=TFSERVING / "saved_model_half_plus_three"))
+    # TF Serving's status route is per worker: load before serving (a worker accepts
+    # connections once its models are in), the mode for servers probed that way
     env = {"FLASK_PREDICT_MODEL_CONFIG_FILE": str(config),
-           "FLASK_PREDICT_PROTOCOLS": "tfserving", "FLASK_PREDICT_GPUS": "0,1"}
+           "FLASK_PREDICT_PROTOCOLS": "tfserving", "FLASK_PREDICT_GPUS": "0,1",
+           "FLASK_PREDICT_LOAD_IN_BACKGROUND": "false"}
     echo = {"echo": {"base_path": str(model_root / "echo"), "predictor": "custom",
                      "class": "predictor.EchoPredictor"}}
     with GunicornServer(echo, workers=2, env=env, ready_path="/v1/models/half_plus_two",
-                        timeout=180, log_path=folder / "log") as running:
+                        timeout=180,
+                        log_path=folder / "log") as running:
         yield running
 
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 from typing import Any
 
@@ -107,3 +108,78 @@ def test_only_chosen_protocols_are_registered(model_config: dict[str, Any]) -> N
     app.config.update(PREDICT_MODELS=model_config, PREDICT_PROTOCOLS="aiplatform")
     FlaskPredict(app)
     assert {bp for bp in app.blueprints} == {"predict_aiplatform"}
+
+
+def test_init_app_leaves_the_host_process_alone(model_config: dict[str, Any]) -> None:
+    """Embedding changes the app, never the process: no environment variable (threads,
+    CUDA_VISIBLE_DEVICES), no frozen heap, no thread-pool limit."""
+    import gc
+
+    from threadpoolctl import threadpool_info
+
+    environ = dict(os.environ)
+    frozen = gc.get_freeze_count()
+    pools = {p["filepath"]: p["num_threads"] for p in threadpool_info()}
+    app = Flask("host")
+    app.config.update(PREDICT_MODELS=model_config, PREDICT_POLL_SECONDS=0)
+    FlaskPredict(app)
+    assert dict(os.environ) == environ
+    assert gc.get_freeze_count() == frozen
+    after = {p["filepath"]: p["num_threads"] for p in threadpool_info()}
+    assert {path: after[path] for path in pools} == pools  # pools loaded before: unchanged
+
+
+def test_process_setup_only_when_asked(model_config: dict[str, Any],
+                                       monkeypatch: pytest.MonkeyPatch) -> None:
+    from flask_predict import runtime
+
+    calls: list[str] = []
+    monkeypatch.setattr(runtime, "prepare_process", lambda *a: calls.append("prepare"))
+    monkeypatch.setattr(runtime, "settle_process", lambda *a: calls.append("settle"))
+    app = Flask("managed")
+    app.config.update(PREDICT_MODELS=model_config, PREDICT_POLL_SECONDS=0,
+                      PREDICT_MANAGE_PROCESS=True)
+    FlaskPredict(app)
+    assert calls == ["prepare", "settle"]
+
+
+def test_loading_in_the_background_answers_liveness_first(model_root: Path) -> None:
+    """The server's mode: routes answer at once, readiness once the models are in."""
+    import threading
+
+    from flask_predict import Predictor
+
+    release = threading.Event()
+
+    class Slow(Predictor):
+        @classmethod
+        def from_path(cls, model_dir: str, **options: Any) -> Slow:
+            assert release.wait(30)
+            return cls()
+
+        def predict(self, instances: list[Any], **kwargs: Any) -> list[Any]:
+            return instances
+
+    (model_root / "slow" / "1").mkdir(parents=True, exist_ok=True)
+    predict = FlaskPredict()
+    predict.register_predictor("slow", Slow)
+    app = Flask("background")
+    app.config.update(PREDICT_MODELS={"s": {"base_path": str(model_root / "slow"),
+                                            "predictor": "slow"}},
+                      PREDICT_POLL_SECONDS=0, PREDICT_LOAD_IN_BACKGROUND=True)
+    predict.init_app(app)
+    client = app.test_client()
+    try:
+        assert client.get("/v2/health/live").status_code == 200
+        assert client.get("/v2/health/ready").status_code == 400
+        assert client.get("/v2/models/s/ready").status_code == 400  # known, not ready
+        loading = client.post("/v1/models/s:predict", json={"instances": [1]})
+        assert loading.status_code in (404, 503) and "error" in loading.get_json()
+        assert client.get("/v1/models/s").get_json()["model_version_status"][0]["state"] \
+            == "LOADING"
+    finally:
+        release.set()
+    assert app.extensions["predict"].watcher.wait_first_load(30)
+    assert client.get("/v2/health/ready").status_code == 200
+    assert client.post("/v1/projects/p/models/s:predict",
+                       json={"instances": [1]}).get_json() == {"predictions": [1]}

@@ -6,6 +6,9 @@ import os
 import subprocess
 import sys
 import textwrap
+from pathlib import Path
+
+import pytest
 
 from flask_predict import runtime
 
@@ -39,3 +42,34 @@ def test_pools_loaded_before_and_after_are_limited() -> None:
                           env=env, check=True, timeout=120)
     pools = __import__("json").loads(done.stdout.strip().splitlines()[-1])
     assert pools and all(threads == 1 for _, threads in pools), pools
+
+
+# --- GPU placement: one owner (runtime), decided before any framework loads -------------------
+
+def test_predict_gpus_spread_workers() -> None:
+    assert [runtime.worker_gpu([0, 1], w) for w in range(4)] == [0, 1, 0, 1]
+    assert [runtime.worker_gpu((3, 1), w) for w in range(3)] == [3, 1, 3]
+    assert runtime.worker_gpu([2], None) == 2
+
+
+def test_without_predict_gpus_workers_take_the_detected_gpus_in_turn(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv("CUDA_VISIBLE_DEVICES", raising=False)
+    monkeypatch.setattr(runtime, "NVIDIA_GPUS", str(tmp_path / "no-driver"))
+    assert runtime.detected_gpus() == () and runtime.worker_gpu(None, 3) is None
+    driver = tmp_path / "gpus"
+    for bus in ("0000:01:00.0", "0000:02:00.0", "0000:03:00.0"):
+        (driver / bus).mkdir(parents=True)
+    monkeypatch.setattr(runtime, "NVIDIA_GPUS", str(driver))
+    assert [runtime.worker_gpu(None, w) for w in range(4)] == [0, 1, 2, 0]
+    monkeypatch.setenv("CUDA_VISIBLE_DEVICES", "5,7")  # the operator narrowed them already
+    assert [runtime.worker_gpu(None, w) for w in range(3)] == [5, 7, 5]
+
+
+def test_assign_gpu_sets_visible_devices(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv("CUDA_VISIBLE_DEVICES", raising=False)
+    monkeypatch.setattr(runtime, "NVIDIA_GPUS", str(tmp_path / "no-driver"))
+    runtime.assign_gpu(None, 1)
+    assert "CUDA_VISIBLE_DEVICES" not in os.environ
+    runtime.assign_gpu((0, 1, 2), 4)
+    assert os.environ["CUDA_VISIBLE_DEVICES"] == "1"

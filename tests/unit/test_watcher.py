@@ -148,7 +148,7 @@ def test_predict_models_without_file_still_picks_up_versions(tmp_path: Path) -> 
     state = app.extensions["predict"]
     try:
         models.make_custom(tmp_path / "a", version=2, scale=3)
-        assert wait_for(lambda: scaled(state.repository, "a") == 3)
+        assert wait_for(lambda: scaled(state.service.repository, "a") == 3)
         response = app.test_client().post("/v1/projects/p/models/a:predict",
                                           json={"instances": [2]})
         assert response.get_json()["predictions"][0]["scaled"] == 6

@@ -13,8 +13,7 @@ pytest.importorskip("tensorflow")
 from flask_predict import InvalidInput  # noqa: E402
 from flask_predict.plugins import load_predictor_class  # noqa: E402
 from flask_predict_tensorflow import TensorFlowPredictor, datatype  # noqa: E402
-from flask_predict.runtime import assign_gpu, worker_gpu  # noqa: E402
-from flask_predict_tensorflow.devices import configure_devices, gpu_for_worker  # noqa: E402
+from flask_predict_tensorflow.devices import configure_devices  # noqa: E402
 from flask_predict_tensorflow.examples import serialize_examples, to_example  # noqa: E402
 from tests.tf_models import TAG, TFSERVING, export_multi  # noqa: E402
 
@@ -155,26 +154,7 @@ def test_datatype_names() -> None:
         "FP32", "FP64", "INT32", "BYTES", "INT64", "BOOL", "FP32"]  # 101: DT_FLOAT_REF
 
 
-# --- GPU placement --------------------------------------------------------------------------
-
-def test_predict_gpus_spread_workers() -> None:
-    assert [worker_gpu([0, 1], w) for w in range(4)] == [0, 1, 0, 1]
-    assert [worker_gpu((3, 1), w) for w in range(3)] == [3, 1, 3]
-    assert worker_gpu(None, 3) is None and worker_gpu([2], None) == 2
-
-
-def test_assign_gpu_sets_visible_devices(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.delenv("CUDA_VISIBLE_DEVICES", raising=False)
-    assign_gpu(None, 1)
-    assert "CUDA_VISIBLE_DEVICES" not in os.environ
-    assign_gpu((0, 1, 2), 4)
-    assert os.environ["CUDA_VISIBLE_DEVICES"] == "1"
-
-
-def test_workers_take_visible_gpus_in_turn() -> None:
-    assert [gpu_for_worker(w, 3) for w in range(4)] == [0, 1, 2, 0]
-    assert gpu_for_worker(5, 0) is None
-
+# --- GPU memory (placement is the server's: tests/unit/test_runtime.py) --------------------------------------------------------------------------
 
 def test_configure_devices_without_gpu_runs_on_cpu(half_plus_two: TensorFlowPredictor) -> None:
     import tensorflow as tf

@@ -1,0 +1,34 @@
+"""What one app's front ends share: its settings, its :class:`ModelService`, and objects
+owned by one protocol or feature. Views reach it with :func:`get_state`."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from flask import current_app
+
+from .config import Settings
+from .service import ModelService
+from .watcher import Watcher
+
+EXTENSION_KEY = "predict"
+
+
+@dataclass
+class PredictState:
+    """The flask-predict state of one app (``app.extensions["predict"]``)."""
+
+    settings: Settings
+    service: ModelService
+    extras: dict[str, Any] = field(default_factory=dict)
+    """Per-app objects owned by one protocol or feature (keyed by its module name)."""
+    watcher: Watcher | None = None
+    """Loads and reloads models from disk in this worker; ``None`` when models were loaded
+    once at ``init_app`` and ``PREDICT_POLL_SECONDS`` is 0."""
+
+
+def get_state() -> PredictState:
+    """The state of the current app (what views use instead of a global)."""
+    state: PredictState = current_app.extensions[EXTENSION_KEY]
+    return state
