@@ -43,7 +43,7 @@ DEFAULTS: dict[str, Any] = {
     "PREDICT_GRPS_DEFAULT_MODEL": None,
     "PREDICT_GRPS_START_ONLINE": True,
 }
-"""Every key with its default. ``docs/config.rst`` has one entry per key."""
+"""Every key with its default. ``docs/configuration.md`` has one entry per key."""
 
 _MODEL_KEYS = {"base_path", "predictor", "version_policy", "version_labels", "versions",
                "default_version", "model_platform", "options"}
