@@ -10,7 +10,8 @@ from ...extension import PredictState
 from ...repository import LoadedVersion
 from .._http import json_kind, parse_json
 
-Decoder = Callable[[Any], "tuple[list[Any], dict[str, Any]]"]
+Decoder = Callable[[Any], tuple[list[Any], dict[str, Any]]]
+"""Splits a parsed body into the instances and the predictor's keyword arguments."""
 
 
 def decode_predict(body: Any) -> tuple[list[Any], dict[str, Any]]:

@@ -63,11 +63,10 @@ def describe(project: str, model: str, version: str | None = None) -> ResponseRe
     state = get_state()
     loaded = find_version(state, project, model, version)
     resource = f"projects/{project}/models/{model}"
-    default = find_version(state, project, model, None)
     if version is None:
         return json_response({"name": resource,
                               "defaultVersion": describe_version(resource, loaded, True)})
-    is_default = default.version == loaded.version
+    is_default = find_version(state, project, model, None).version == loaded.version
     return json_response(describe_version(resource, loaded, is_default, version))
 
 

@@ -36,6 +36,9 @@ def test_predict_answers_vertex_fields(client: FlaskClient) -> None:
         "predictions": [0, 0], "deployedModelId": "iris",
         "model": "projects/p/locations/us-central1/models/iris",
         "modelDisplayName": "iris", "modelVersionId": "1"}
+    with_parameters = client.post(ENDPOINT.format("xgb") + ":predict",
+                                  json={"instances": [[0, 0, 0, 0]], "parameters": {"a": 1}})
+    assert with_parameters.status_code == 200  # built-in predictors ignore parameters
 
 
 def test_parameters_reach_a_custom_predictor_as_one_keyword(client: FlaskClient) -> None:
