@@ -16,6 +16,8 @@ from typing import Any, Mapping
 
 from .errors import ConfigError
 from .types import ModelSpec, VersionPolicy
+from .vertex_storage import VARIABLE as STORAGE_VARIABLE
+from .vertex_storage import storage_base_path
 
 ALL_PROTOCOLS = ("aiplatform", "grps", "kserve_v2", "tfserving")
 """``PREDICT_PROTOCOLS`` names (:mod:`flask_predict.protocols` maps each to its blueprint)."""
@@ -36,12 +38,14 @@ DEFAULTS: dict[str, Any] = {
     "PREDICT_VERTEX_PREDICT_ROUTE": None,
     "PREDICT_VERTEX_HEALTH_ROUTE": None,
     "PREDICT_VERTEX_MODEL": None,
+    "PREDICT_VERTEX_ENDPOINTS": None,
+    "PREDICT_AIPLATFORM_PROJECTS": None,
     "PREDICT_GRPS_DEFAULT_MODEL": None,
     "PREDICT_GRPS_START_ONLINE": True,
     "PREDICT_MANAGE_PROCESS": False,
     "PREDICT_LOAD_IN_BACKGROUND": False,
 }
-"""Every key with its default. ``docs/config.rst`` has one entry per key."""
+"""Every key with its default. ``docs/configuration.md`` has one entry per key."""
 
 MODEL_KEYS = frozenset({"base_path", "predictor", "version_policy", "version_labels", "versions",
                "default_version", "model_platform", "options"})
@@ -72,6 +76,10 @@ class Settings:
     """Vertex AI custom container health route (``AIP_HEALTH_ROUTE``)."""
     vertex_model: str | None
     """The model the Vertex AI routes serve; default: the only configured model."""
+    vertex_endpoints: Mapping[str, tuple[str, str | None]] | None
+    """Vertex AI endpoint id -> (model, version or None); ``None``: the id names the model."""
+    aiplatform_projects: frozenset[str] | None
+    """The projects ``/v1/projects/<p>/...`` accepts; ``None``: any."""
     grps_default_model: str | None
     grps_start_online: bool
     manage_process: bool
@@ -117,8 +125,9 @@ def read_settings(config: Mapping[str, Any]) -> Settings:
             raise ConfigError(f"PREDICT_GPUS must list GPU indices, got {values['PREDICT_GPUS']!r}")
 
     config_file = values["PREDICT_MODEL_CONFIG_FILE"]
+    models = load_models(values["PREDICT_MODELS"], config_file)
     return Settings(
-        models=load_models(values["PREDICT_MODELS"], config_file),
+        models=models,
         protocols=tuple(protocols),
         url_prefix=prefix,
         max_request_bytes=_number(values, "PREDICT_MAX_REQUEST_BYTES", int, minimum=1),
@@ -133,11 +142,53 @@ def read_settings(config: Mapping[str, Any]) -> Settings:
         vertex_predict_route=_route(values, "PREDICT_VERTEX_PREDICT_ROUTE"),
         vertex_health_route=_route(values, "PREDICT_VERTEX_HEALTH_ROUTE"),
         vertex_model=values["PREDICT_VERTEX_MODEL"] or None,
+        vertex_endpoints=parse_vertex_endpoints(values["PREDICT_VERTEX_ENDPOINTS"], models),
+        aiplatform_projects=(None if values["PREDICT_AIPLATFORM_PROJECTS"] is None else
+                             frozenset(_str_list(values, "PREDICT_AIPLATFORM_PROJECTS"))),
         grps_default_model=values["PREDICT_GRPS_DEFAULT_MODEL"] or None,
         grps_start_online=_bool(values, "PREDICT_GRPS_START_ONLINE"),
         manage_process=_bool(values, "PREDICT_MANAGE_PROCESS"),
         load_in_background=_bool(values, "PREDICT_LOAD_IN_BACKGROUND"),
     )
+
+
+def parse_vertex_endpoints(value: Any, models: tuple[ModelSpec, ...]
+                           ) -> dict[str, tuple[str, str | None]] | None:
+    """``PREDICT_VERTEX_ENDPOINTS``: ``{"<endpoint id>": "<model>"}`` or
+    ``{"<endpoint id>": {"model": "<model>", "version": "<name or number>"}}``, each naming
+    a configured model and, optionally, one of its version names or a version number."""
+    key = "PREDICT_VERTEX_ENDPOINTS"
+    if value is None:
+        return None
+    if isinstance(value, str):
+        try:
+            value = json.loads(value)
+        except ValueError as exc:
+            raise ConfigError(f"{key} is not valid JSON: {exc}")
+    if not isinstance(value, Mapping):
+        raise ConfigError(f"{key} must map endpoint ids to models, got {value!r}")
+    endpoints: dict[str, tuple[str, str | None]] = {}
+    for endpoint, target in value.items():
+        if not isinstance(endpoint, str) or not endpoint or "/" in endpoint or ":" in endpoint:
+            raise ConfigError(f"{key}: endpoint id {endpoint!r} must be non-empty, without "
+                              "'/' or ':'")
+        version = None
+        if isinstance(target, Mapping):
+            unknown = sorted(set(target) - {"model", "version"})
+            if unknown:
+                raise ConfigError(f"{key}, endpoint {endpoint!r}: unknown key(s) {unknown}; "
+                                  "known: ['model', 'version']")
+            version = None if target.get("version") is None else str(target["version"])
+            target = target.get("model")
+        spec = next((m for m in models if m.name == target), None)
+        if spec is None:
+            raise ConfigError(f"{key}, endpoint {endpoint!r}: no model {target!r}; "
+                              f"configured: {sorted(m.name for m in models)}")
+        if version is not None and version not in spec.labels and not version.isdigit():
+            raise ConfigError(f"{key}, endpoint {endpoint!r}: version {version!r} is neither "
+                              f"a version name of {target!r} nor a number")
+        endpoints[endpoint] = (target, version)
+    return endpoints
 
 
 def load_models(models: Any, config_file: str | os.PathLike[str] | None) -> tuple[ModelSpec, ...]:
@@ -274,7 +325,9 @@ def config_from_environ(environ: Mapping[str, str]) -> dict[str, Any]:
 
     As in TF Serving's container, the model lives in ``$MODEL_BASE_PATH/$MODEL_NAME``
     (``MODEL_BASE_PATH`` defaults to ``/models``). ``MODEL_CONFIG_FILE`` names a config file.
-    Vertex AI's ``AIP_PREDICT_ROUTE`` and ``AIP_HEALTH_ROUTE`` add its routes.
+    Vertex AI's ``AIP_PREDICT_ROUTE`` and ``AIP_HEALTH_ROUTE`` add its routes, and
+    ``AIP_STORAGE_URI`` (a local folder; see :mod:`flask_predict.vertex_storage`) is the model
+    ``$MODEL_NAME`` (default ``model``) unless a model config is set.
     """
     config: dict[str, Any] = {}
     if environ.get("MODEL_NAME"):
@@ -286,7 +339,15 @@ def config_from_environ(environ: Mapping[str, str]) -> dict[str, Any]:
     for variable, key in VERTEX_ENVIRON.items():
         if environ.get(variable):
             config[key] = environ[variable]
+    storage = environ.get(STORAGE_VARIABLE)
+    if storage and not any(environ.get(name) for name in MODEL_SOURCES):
+        name = environ.get("MODEL_NAME") or "model"
+        config["PREDICT_MODELS"] = {name: {"base_path": storage_base_path(storage)}}
     return config
+
+
+MODEL_SOURCES = ("FLASK_PREDICT_MODELS", "FLASK_PREDICT_MODEL_CONFIG_FILE", "MODEL_CONFIG_FILE")
+"""Settings that name the models themselves: with one of them, ``AIP_STORAGE_URI`` is unused."""
 
 
 VERTEX_ENVIRON = {"AIP_PREDICT_ROUTE": "PREDICT_VERTEX_PREDICT_ROUTE",

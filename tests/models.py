@@ -30,7 +30,8 @@ class EchoPredictor:
             return cls(json.load(f)["scale"])
 
     def predict(self, instances, **kwargs):
-        if kwargs.get("fail"):
+        parameters = kwargs.get("parameters")  # Vertex AI's request parameters
+        if kwargs.get("fail") or (isinstance(parameters, dict) and parameters.get("fail")):
             raise RuntimeError("asked to fail")
         if kwargs.get("whoami"):
             return [os.getpid() for _ in instances]

@@ -68,7 +68,7 @@ def read_json_object() -> dict[str, Any]:
     """The body as a JSON object; 400 for any other JSON value."""
     body = read_json()
     if not isinstance(body, dict):
-        raise InvalidInput(f"the request body must be a JSON object, got {_json_kind(body)}")
+        raise InvalidInput(f"the request body must be a JSON object, got {json_kind(body)}")
     return body
 
 
@@ -102,6 +102,7 @@ def json_error(exc: Exception) -> Response:
     return json_response({"error": error.message}, error.http_status)
 
 
-def _json_kind(value: Any) -> str:
+def json_kind(value: Any) -> str:
+    """What a decoded JSON value is, for messages: "an array", "a string", ..."""
     return {list: "an array", str: "a string", bool: "a boolean", type(None): "null"}.get(
         type(value), "a number")

@@ -1,4 +1,5 @@
-"""AI Platform under real gunicorn with 2 sync workers, and a third-party plugin."""
+"""AI Platform and Vertex AI container routes under real gunicorn with 2 sync workers, and a
+third-party plugin."""
 
 from __future__ import annotations
 
@@ -82,3 +83,37 @@ def test_third_party_plugin_installed_with_pip(tmp_path: Path) -> None:
     with GunicornServer(models, workers=2, env=env) as server:
         assert post(server, "gate", {"instances": [0.2, 0.7, 3]}) == \
             (200, {"predictions": [0, 1, 1]})
+
+
+def test_cloud_storage_uri_stops_the_server_at_boot() -> None:
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("FLASK_PREDICT_", "MODEL_"))}
+    env["AIP_STORAGE_URI"] = "gs://bucket/models/iris"
+    done = subprocess.run([sys.executable, "-m", "gunicorn", "-c", "gunicorn.conf.py",
+                           "--bind", "127.0.0.1:0", "wsgi:app"], cwd=ROOT, env=env,
+                          capture_output=True, timeout=60)
+    assert done.returncode != 0
+    assert b"AIP_STORAGE_URI is 'gs://bucket/models/iris': flask-predict does not download" \
+        in done.stderr
+
+
+def test_vertex_container_serves_a_local_storage_uri(model_root: Path, tmp_path: Path) -> None:
+    """Vertex AI's environment as it starts a custom container, with the artifacts folder
+    (model.joblib at its top, no version folders) mounted locally."""
+    route = "/v1/endpoints/123/deployedModels/456"
+    env = {"AIP_STORAGE_URI": str(model_root / "iris" / "1"), "AIP_HEALTH_ROUTE": route,
+           "AIP_PREDICT_ROUTE": route + ":predict", "TMPDIR": str(tmp_path)}
+    with GunicornServer(None, workers=2, env=env, ready_path=route,
+                        log_path=tmp_path / "log") as server:
+        status, _, data = request("POST", server.url + route + ":predict",
+                                  body={"instances": [[5.1, 3.5, 1.4, 0.2]], "parameters": {}})
+        assert (status, json.loads(data)) == (200, {"predictions": [0]})
+        status, _, data = request("GET", server.url + route)
+        assert (status, json.loads(data)) == (200, {})
+
+
+def test_vertex_health_without_a_model_is_503(tmp_path: Path) -> None:
+    route = "/v1/endpoints/123/deployedModels/456"
+    with GunicornServer(None, workers=2, env={"AIP_HEALTH_ROUTE": route}, ready_path=route,
+                        ready_status=503, log_path=tmp_path / "log") as server:
+        status, _, data = request("GET", server.url + route)
+        assert status == 503 and "no model is configured" in json.loads(data)["error"]

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import time
 from pathlib import Path
 from typing import Any
 
@@ -175,6 +176,10 @@ def test_loading_in_the_background_answers_liveness_first(model_root: Path) -> N
         assert client.get("/v2/models/s/ready").status_code == 400  # known, not ready
         loading = client.post("/v1/models/s:predict", json={"instances": [1]})
         assert loading.status_code in (404, 503) and "error" in loading.get_json()
+        deadline = time.monotonic() + 30  # the folder is scanned, then its version loads
+        while "model_version_status" not in client.get("/v1/models/s").get_json():
+            assert time.monotonic() < deadline
+            time.sleep(0.01)
         assert client.get("/v1/models/s").get_json()["model_version_status"][0]["state"] \
             == "LOADING"
     finally:

@@ -104,9 +104,23 @@ def test_body_over_the_limit_is_413(make_app: Any, model_config: dict[str, Any])
     assert chunked.status_code == 413
 
 
-def test_get_on_predict_is_a_400(client: FlaskClient) -> None:
-    answer = client.get("/v1/projects/p/models/iris:predict")
-    assert answer.status_code == 400 and "error" in answer.get_json()
+@pytest.mark.parametrize("method, path", [
+    ("GET", "/v1/projects/p/models/iris:predict"),
+    ("PUT", "/v1/projects/p/models/iris:predict"),
+    ("DELETE", "/v1/projects/p/models/iris"),
+    ("POST", "/v1/projects/p/models/iris:explain"),
+    ("POST", "/v1/projects/p/models"),
+    ("GET", "/v1/projects/p/locations/l/endpoints/iris:predict"),
+    ("POST", "/v1/projects/p/locations/l/endpoints/iris:streamRawPredict"),
+    ("POST", "/v1/projects/p/locations/l/endpoints/iris/x:predict"),
+])
+def test_unknown_routes_and_methods_answer_googles_envelope(client: FlaskClient, method: str,
+                                                            path: str) -> None:
+    answer = client.open(path, method=method, json={"instances": [[1, 2, 3, 4]]})
+    assert answer.status_code == 404 and answer.content_type == "application/json"
+    error = answer.get_json()["error"]
+    assert error["code"] == 404 and error["status"] == "NOT_FOUND"
+    assert error["message"].startswith(f"Method not found: {method} {path}")
 
 
 def test_worker_survives_a_failing_predictor(client: FlaskClient) -> None:

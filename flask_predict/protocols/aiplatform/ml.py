@@ -1,0 +1,100 @@
+"""AI Platform Prediction's ``ml v1`` API: ``projects.predict`` and the model/version GETs.
+
+``POST /v1/projects/<project>/models/<model>[/versions/<version>]:predict`` with
+``{"instances": [...]}``; every other top-level key reaches the predictor as a keyword
+argument. Answers ``{"predictions": [...]}``, or ``{"error": "<message>"}`` when the
+prediction fails (400, 413, 500). Routing errors (a project not in
+``PREDICT_AIPLATFORM_PROJECTS``, an unknown model or version, any other path or method under
+``/v1/projects/``) answer Google's error envelope, as AI Platform does.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from contextlib import contextmanager
+from typing import Any
+
+from flask import request
+from flask.typing import ResponseReturnValue
+
+from ...errors import ModelNotFound, ModelNotReady
+from ...served import LoadedVersion
+from ...state import PredictState, get_state
+from .._http import json_response, read_body
+from .blueprint import bp
+from .envelope import GoogleError, not_found, project_allowed
+from .instances import run_predict
+
+ALL_METHODS = ["GET", "POST", "PUT", "PATCH", "DELETE", "HEAD", "OPTIONS"]
+FRAMEWORKS = {"sklearn": "SCIKIT_LEARN", "xgboost": "XGBOOST", "tensorflow": "TENSORFLOW"}
+"""Our platform name -> AI Platform's ``Version.framework``."""
+
+
+@contextmanager
+def holding_version(state: PredictState, project: str, model: str,
+                    version: str | None) -> Iterator[LoadedVersion]:
+    """Hold the version ``projects/<project>/models/<model>[/versions/<version>]`` names (a
+    version name, else a number); routing errors in Google's envelope, worded as AI
+    Platform words them."""
+    if not project_allowed(project):
+        raise not_found(f'The project resource: "{project}" was not found.', "name")
+    service = state.service
+    try:
+        service.model(model)
+    except ModelNotFound:
+        raise not_found(f'The model resource: "{model}" was not found.', "name")
+    try:
+        loaded = service.acquire(model, version_name=version)
+    except ModelNotFound:
+        raise not_found(f'The version resource: "{version}" of model "{model}" was not found.',
+                        "name")
+    except ModelNotReady as exc:
+        raise GoogleError(exc)
+    try:
+        yield loaded
+    finally:
+        loaded.release()
+
+
+@bp.post("/v1/projects/<project>/models/<model>:predict")
+@bp.post("/v1/projects/<project>/models/<model>/versions/<version>:predict")
+def predict(project: str, model: str, version: str | None = None) -> ResponseReturnValue:
+    state = get_state()
+    with holding_version(state, project, model, version) as loaded:
+        predictions = run_predict(state.service, read_body(), loaded)
+    return json_response({"predictions": predictions})
+
+
+@bp.get("/v1/projects/<project>/models/<model>")
+@bp.get("/v1/projects/<project>/models/<model>/versions/<version>")
+def describe(project: str, model: str, version: str | None = None) -> ResponseReturnValue:
+    if ":" in model or ":" in (version or ""):  # a custom verb such as :predict, by GET
+        return unknown_path(f"{project}/models/{model}" + (f"/versions/{version}" if version
+                                                            else ""))
+    state = get_state()
+    resource = f"projects/{project}/models/{model}"
+    with holding_version(state, project, model, version) as loaded:
+        if version is None:
+            return json_response({"name": resource,
+                                  "defaultVersion": describe_version(resource, loaded, True)})
+        is_default = state.service.model(model).default().version == loaded.version
+        return json_response(describe_version(resource, loaded, is_default, version))
+
+
+def describe_version(resource: str, loaded: LoadedVersion, is_default: bool,
+                     name: str | None = None) -> dict[str, Any]:
+    """The fields of AI Platform's Version resource a client reads."""
+    version = {"name": f"{resource}/versions/{name or loaded.version}", "state": "READY",
+               "isDefault": is_default}
+    framework = FRAMEWORKS.get(loaded.metadata.platform)
+    if framework:
+        version["framework"] = framework
+    return version
+
+
+@bp.route("/v1/projects/<path:rest>", methods=ALL_METHODS)
+def unknown_path(rest: str) -> ResponseReturnValue:
+    raise GoogleError(ModelNotFound(
+        f"Method not found: {request.method} /v1/projects/{rest[:200]}; expected POST "
+        "/v1/projects/<project>/models/<model>[/versions/<version>]:predict or POST "
+        "/v1/projects/<project>/locations/<location>/endpoints/<endpoint>:predict"))

@@ -1,0 +1,125 @@
+"""Vertex AI: the ``aiplatform v1`` endpoint API, and the routes of a custom container.
+
+``POST /v1/projects/<p>/locations/<l>/endpoints/<e>:predict`` takes ``{"instances": [...],
+"parameters": ...}`` and answers ``{"predictions": [...], "deployedModelId": ..., "model":
+..., "modelDisplayName": ..., "modelVersionId": ...}``, every error in Google's envelope, as
+Vertex AI's API does. ``:rawPredict`` takes the body a custom container's predict route takes
+and answers what that route answers. ``PREDICT_VERTEX_ENDPOINTS`` maps endpoint ids to
+models; without it the endpoint id is the model name.
+
+In a Vertex AI custom container, the routes in ``AIP_PREDICT_ROUTE`` and ``AIP_HEALTH_ROUTE``
+serve the deployed model:
+https://cloud.google.com/vertex-ai/docs/predictions/custom-container-requirements
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from contextlib import contextmanager
+
+from flask.blueprints import BlueprintSetupState
+from flask.typing import ResponseReturnValue
+
+from ...errors import ModelNotFound, ModelNotReady, PredictError
+from ...served import LoadedVersion
+from ...state import PredictState, get_state
+from .._http import json_response, read_body
+from .blueprint import bp
+from .envelope import GoogleError, enveloped, not_found, project_allowed
+from .instances import decode_vertex, run_predict
+
+ENDPOINT = "/v1/projects/<project>/locations/<location>/endpoints/<endpoint>"
+
+
+@contextmanager
+def holding_endpoint(state: PredictState, project: str, location: str,
+                     endpoint: str) -> Iterator[LoadedVersion]:
+    """Hold the version an endpoint serves; any failure is a :class:`GoogleError`."""
+    name = f"projects/{project}/locations/{location}/endpoints/{endpoint}"
+    endpoints = state.settings.vertex_endpoints
+    if not project_allowed(project) or (endpoints is not None and endpoint not in endpoints):
+        raise not_found(f"Endpoint `{name}` not found.")
+    model, version = (endpoint, None) if endpoints is None else endpoints[endpoint]
+    try:
+        loaded = state.service.acquire(model, version_name=version)
+    except ModelNotFound as exc:
+        if endpoints is None:
+            raise not_found(f"Endpoint `{name}` not found.")
+        raise GoogleError(exc)
+    except PredictError as exc:
+        raise GoogleError(exc)
+    try:
+        yield loaded
+    finally:
+        loaded.release()
+
+
+@bp.post(ENDPOINT + ":predict")
+@enveloped
+def endpoint_predict(project: str, location: str, endpoint: str) -> ResponseReturnValue:
+    state = get_state()
+    with holding_endpoint(state, project, location, endpoint) as loaded:
+        predictions = run_predict(state.service, read_body(), loaded, decode_vertex)
+    return json_response({
+        "predictions": predictions,
+        "deployedModelId": loaded.name,
+        "model": f"projects/{project}/locations/{location}/models/{loaded.name}",
+        "modelDisplayName": loaded.name,
+        "modelVersionId": str(loaded.version),
+    })
+
+
+@bp.post(ENDPOINT + ":rawPredict")
+def endpoint_raw_predict(project: str, location: str, endpoint: str) -> ResponseReturnValue:
+    """The body goes to the model as a custom container's predict route takes it."""
+    state = get_state()
+    with holding_endpoint(state, project, location, endpoint) as loaded:
+        predictions = run_predict(state.service, read_body(), loaded)
+    return json_response({"predictions": predictions})
+
+
+@bp.record
+def add_container_routes(setup: BlueprintSetupState) -> None:
+    """Vertex AI's routes, when its environment names them (``AIP_*_ROUTE``)."""
+    settings = setup.app.extensions["predict"].settings
+    if settings.vertex_predict_route:
+        setup.add_url_rule(settings.vertex_predict_route, "vertex_predict", vertex_predict,
+                           methods=["POST"])
+    if settings.vertex_health_route:
+        setup.add_url_rule(settings.vertex_health_route, "vertex_health", vertex_health,
+                           methods=["GET"])
+
+
+def vertex_model(state: PredictState) -> str:
+    """The model a Vertex AI container serves: the configured one, or the only one."""
+    if state.settings.vertex_model:
+        return state.settings.vertex_model
+    names = state.service.names()
+    if len(names) != 1:
+        raise ModelNotFound(f"set PREDICT_VERTEX_MODEL: this server has models {names}")
+    return names[0]
+
+
+def vertex_predict() -> ResponseReturnValue:
+    """``{"instances": [...], "parameters": {...}}`` -> ``{"predictions": [...]}``."""
+    state = get_state()
+    with state.service.use(vertex_model(state)) as loaded:
+        predictions = run_predict(state.service, read_body(), loaded)
+    return json_response({"predictions": predictions})
+
+
+def vertex_health() -> ResponseReturnValue:
+    """200 ``{}`` once this worker serves the deployed model (Vertex AI polls it); 503 with
+    the reason before that, and when no model is configured."""
+    state = get_state()
+    if not state.service.names():
+        raise ModelNotReady("no model is configured: set FLASK_PREDICT_MODELS, "
+                            "FLASK_PREDICT_MODEL_CONFIG_FILE, MODEL_NAME or AIP_STORAGE_URI")
+    if not state.service.ready:
+        raise ModelNotReady("models are still loading")
+    try:
+        with state.service.use(vertex_model(state)):
+            pass
+    except PredictError as exc:
+        raise ModelNotReady(exc.message) from exc
+    return json_response({})
