@@ -120,10 +120,11 @@ def worker_started(worker: Any) -> None:
     runtime.prepare_process(settings.threads, settings.gpus, index)
 
 
-def worker_loaded(app: Flask, worker: Any) -> None:
+def worker_loaded(app: Any, worker: Any) -> None:
     """In the worker, after the app loaded: once its models are in memory, limit the pools
-    the frameworks started and freeze the heap; take part in server-wide readiness."""
-    state: PredictState | None = app.extensions.get(EXTENSION_KEY)
+    the frameworks started and freeze the heap; take part in server-wide readiness. A WSGI
+    app without the extension (any other callable) is left alone."""
+    state: PredictState | None = getattr(app, "extensions", {}).get(EXTENSION_KEY)
     if state is None:
         return
     threads = state.settings.threads
@@ -179,8 +180,10 @@ def route_logs(target: logging.Logger, level: str) -> None:
     source.propagate = False
 
 
-def close_worker(app: Flask) -> None:
-    """Release the worker's models."""
+def close_worker(app: Any) -> None:
+    """Release the worker's models (a WSGI app without the extension has none)."""
+    if EXTENSION_KEY not in getattr(app, "extensions", {}):
+        return
     logging.getLogger(__name__).info("flask_predict: worker %s releasing its models",
                                      os.getpid())
     close_app(app)
