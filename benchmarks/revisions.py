@@ -1,0 +1,116 @@
+"""Per-request cost of two source trees, side by side in one run: the same 1-row and
+100-row requests through every protocol, in-process (Flask's test client, no network), for
+a 20-feature LogisticRegression and a 100-tree XGBoost model.
+
+Each round runs every tree once, alternating, in a fresh interpreter; the medians of the
+rounds are compared as ratios to the first tree (the baseline), so machine noise that is the
+same for both trees cancels out. Used to check that a refactoring costs no throughput:
+
+    git worktree add /tmp/before <rev>
+    .venv/bin/python benchmarks/revisions.py /tmp/before . [--rounds 5] [--seconds 2]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import statistics
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+
+HERE = Path(__file__).resolve().parent
+
+ROUTES = {
+    "aiplatform": ("/v1/projects/p/models/{m}:predict", lambda rows: {"instances": rows}),
+    "tfserving": ("/v1/models/{m}:predict", lambda rows: {"instances": rows}),
+    "kserve_v2": ("/v2/models/{m}/infer", lambda rows: {"inputs": [
+        {"name": "x", "shape": [len(rows), len(rows[0])], "datatype": "FP64",
+         "data": [v for row in rows for v in row]}]}),
+}
+
+CHILD = r'''
+import json, sys, time
+import numpy as np
+from flask import Flask
+sys.path.insert(0, sys.argv[1])
+from flask_predict import FlaskPredict
+models, seconds, routes = sys.argv[2], float(sys.argv[3]), json.loads(sys.argv[4])
+app = Flask("bench")
+app.config.update(PREDICT_MODELS={m: {"base_path": f"{models}/{m}"} for m in ("lr", "xgb")},
+                  PREDICT_POLL_SECONDS=0)
+FlaskPredict(app)
+client = app.test_client()
+rng = np.random.default_rng(0)
+out = {}
+for name, (path, body) in routes.items():
+    for model in ("lr", "xgb"):
+        for rows in (1, 100):
+            payload = json.dumps(body[str(rows)]).encode()
+            url = path.format(m=model)
+            assert client.post(url, data=payload).status_code == 200, (name, model)
+            done, start = 0, time.perf_counter()
+            while time.perf_counter() - start < seconds:
+                client.post(url, data=payload, content_type="application/json")
+                done += 1
+            out[f"{name} {model} {rows}"] = done / (time.perf_counter() - start)
+print(json.dumps(out))
+'''
+
+
+def train(folder: Path) -> None:
+    import joblib
+    import numpy as np
+    import xgboost as xgb
+    from sklearn.linear_model import LogisticRegression
+
+    rng = np.random.default_rng(0)
+    x = rng.normal(size=(2000, 20))
+    y = (x[:, 0] + x[:, 1] > 0).astype(int)
+    (folder / "lr" / "1").mkdir(parents=True)
+    joblib.dump(LogisticRegression().fit(x, y), folder / "lr" / "1" / "model.joblib")
+    (folder / "xgb" / "1").mkdir(parents=True)
+    xgb.XGBClassifier(n_estimators=100, max_depth=4).fit(x, y).save_model(
+        str(folder / "xgb" / "1" / "model.json"))
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("trees", nargs="+", help="source trees; the first is the baseline")
+    parser.add_argument("--rounds", type=int, default=5)
+    parser.add_argument("--seconds", type=float, default=2.0)
+    args = parser.parse_args()
+    import numpy as np
+
+    rng = np.random.default_rng(1)
+    bodies = {name: {str(n): make(rng.normal(size=(n, 20)).round(6).tolist())
+                     for n in (1, 100)} for name, (_, make) in ROUTES.items()}
+    routes = json.dumps({name: [path, bodies[name]] for name, (path, _) in ROUTES.items()})
+    results: dict[str, list[dict[str, float]]] = {tree: [] for tree in args.trees}
+    with tempfile.TemporaryDirectory() as models:
+        train(Path(models))
+        for _ in range(args.rounds):
+            for tree in args.trees:
+                root = str(Path(tree).resolve())
+                plugins = os.pathsep.join([root] + [f"{root}/plugins/{p}" for p in
+                                                    ("sklearn", "xgboost", "custom")])
+                # one native thread each: both trees get the same, steadier pools
+                env = {**os.environ, "PYTHONPATH": plugins, "OMP_NUM_THREADS": "1",
+                       "OPENBLAS_NUM_THREADS": "1", "MKL_NUM_THREADS": "1"}
+                done = subprocess.run([sys.executable, "-c", CHILD, root, models,
+                                       str(args.seconds), routes], env=env, check=True,
+                                      capture_output=True, text=True)
+                results[tree].append(json.loads(done.stdout.strip().splitlines()[-1]))
+    base = args.trees[0]
+    print(f"| case | {base} req/s | " + " | ".join(f"{t} / {base}" for t in args.trees[1:]) + " |")
+    print("|---|---|" + "---|" * (len(args.trees) - 1))
+    for case in results[base][0]:
+        medians = {t: statistics.median(r[case] for r in results[t]) for t in args.trees}
+        ratios = " | ".join(f"{medians[t] / medians[base]:.2f}x" for t in args.trees[1:])
+        print(f"| {case} | {medians[base]:.0f} | {ratios} |")
+
+
+if __name__ == "__main__":
+    main()
