@@ -44,6 +44,7 @@ DEFAULTS: dict[str, Any] = {
     "PREDICT_GRPS_START_ONLINE": True,
     "PREDICT_MANAGE_PROCESS": False,
     "PREDICT_LOAD_IN_BACKGROUND": False,
+    "PREDICT_LOAD_WAIT_SECONDS": 30.0,
 }
 """Every key with its default. ``docs/configuration.md`` has one entry per key."""
 
@@ -88,6 +89,9 @@ class Settings:
     load_in_background: bool
     """Load models on a thread after ``init_app`` returns: liveness answers meanwhile,
     readiness once they are loaded (the standalone server's mode)."""
+    load_wait_seconds: float
+    """With background loading: how long a request that needs a model waits for the first
+    load before it is answered "not ready" (probes never wait)."""
 
     def model(self, name: str) -> ModelSpec | None:
         return next((spec for spec in self.models if spec.name == name), None)
@@ -149,6 +153,7 @@ def read_settings(config: Mapping[str, Any]) -> Settings:
         grps_start_online=_bool(values, "PREDICT_GRPS_START_ONLINE"),
         manage_process=_bool(values, "PREDICT_MANAGE_PROCESS"),
         load_in_background=_bool(values, "PREDICT_LOAD_IN_BACKGROUND"),
+        load_wait_seconds=_number(values, "PREDICT_LOAD_WAIT_SECONDS", float, minimum=0),
     )
 
 

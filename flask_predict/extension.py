@@ -61,7 +61,8 @@ class FlaskPredict:
             repository = ModelRepository(self.predictor_class)
         else:
             repository = ModelRepository.load(settings.models, self.predictor_class)
-        state = PredictState(settings, ModelService(repository))
+        state = PredictState(settings, ModelService(
+            repository, settings.load_wait_seconds if background else 0.0))
         if background or settings.poll_seconds > 0:
             state.watcher = Watcher(repository, app.config.get("PREDICT_MODELS"),
                                     settings.model_config_file, settings.poll_seconds,

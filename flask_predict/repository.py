@@ -43,6 +43,8 @@ class ModelRepository:
         self._models: Mapping[str, ServedModel] = {}
         self._lock = threading.Lock()
         self._synced = False
+        self.first_sync = threading.Event()
+        """Set once the first :meth:`sync` is done (every configured model tried once)."""
         self._warned: set[str] = set()
 
     @classmethod
@@ -125,6 +127,7 @@ class ModelRepository:
             # the configuration's order, which is also the order of names()
             self._models = {spec.name: self._models[spec.name] for spec in specs}
             self._synced = True
+            self.first_sync.set()
 
     def _publish(self, served: ServedModel) -> None:
         self._models = {**self._models, served.name: served}

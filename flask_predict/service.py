@@ -34,8 +34,10 @@ _RESOLVE_TRIES = 3
 class ModelService:
     """What protocols may ask of the models of one app."""
 
-    def __init__(self, repository: ModelRepository) -> None:
+    def __init__(self, repository: ModelRepository, load_wait_seconds: float = 0.0) -> None:
         self.repository = repository
+        self.load_wait_seconds = load_wait_seconds
+        """How long a request that arrives while the models first load waits for them."""
         self.ready_checks: list[Callable[[], bool]] = []
         """More conditions for readiness (the server adds "every worker is ready")."""
 
@@ -78,6 +80,11 @@ class ModelService:
                 version_name: str | None = None) -> LoadedVersion:
         """:meth:`use` without the block: the caller must ``release()`` the version (for
         answers produced after the view returns, such as a stream)."""
+        first_sync = self.repository.first_sync
+        if not first_sync.is_set() and self.load_wait_seconds > 0:
+            # the worker serves while its models load: a request waits for them (as it
+            # would in the listen queue of a worker that loads before serving)
+            first_sync.wait(self.load_wait_seconds)
         for _ in range(_RESOLVE_TRIES):
             loaded = self.repository.get(model, version, label, version_name)
             if loaded.acquire():

@@ -10,5 +10,5 @@ setup(
     entry_points={
         "flask_predict.manifests": ["sklearn = flask_predict_sklearn.manifest:MANIFEST"],
         "flask_predict.predictors": [
-        "sklearn = flask_predict_sklearn:SklearnPredictor"]},
+        "sklearn = flask_predict_sklearn.predictor:SklearnPredictor"]},
 )

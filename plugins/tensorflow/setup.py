@@ -11,5 +11,5 @@ setup(
     entry_points={
         "flask_predict.manifests": ["tensorflow = flask_predict_tensorflow.manifest:MANIFEST"],
         "flask_predict.predictors": [
-        "tensorflow = flask_predict_tensorflow:TensorFlowPredictor"]},
+        "tensorflow = flask_predict_tensorflow.predictor:TensorFlowPredictor"]},
 )

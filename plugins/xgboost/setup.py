@@ -10,5 +10,5 @@ setup(
     entry_points={
         "flask_predict.manifests": ["xgboost = flask_predict_xgboost.manifest:MANIFEST"],
         "flask_predict.predictors": [
-        "xgboost = flask_predict_xgboost:XGBoostPredictor"]},
+        "xgboost = flask_predict_xgboost.predictor:XGBoostPredictor"]},
 )

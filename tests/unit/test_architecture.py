@@ -120,3 +120,20 @@ def test_the_flask_side_is_still_one_import_away() -> None:
     assert flask_predict.FlaskPredict.__name__ == "FlaskPredict"
     with pytest.raises(AttributeError):
         getattr(flask_predict, "no_such_name")
+
+
+def test_reading_every_plugin_manifest_imports_no_framework() -> None:
+    """The gunicorn master checks model settings and detects plugins from the manifests:
+    it must never load TensorFlow, scikit-learn or XGBoost (TensorFlow is not fork-safe)."""
+    script = textwrap.dedent("""
+        import sys
+        from flask_predict.plugins import manifests
+        found = manifests()
+        assert {"sklearn", "xgboost", "tensorflow", "custom"} <= set(found), sorted(found)
+        heavy = sorted(m for m in ("tensorflow", "sklearn", "xgboost", "joblib")
+                       if m in sys.modules)
+        assert not heavy, heavy
+        """)
+    result = subprocess.run([sys.executable, "-c", script], cwd=ROOT, capture_output=True,
+                            text=True, timeout=300)
+    assert result.returncode == 0, result.stderr[-3000:]

@@ -167,7 +167,8 @@ def test_loading_in_the_background_answers_liveness_first(model_root: Path) -> N
     app = Flask("background")
     app.config.update(PREDICT_MODELS={"s": {"base_path": str(model_root / "slow"),
                                             "predictor": "slow"}},
-                      PREDICT_POLL_SECONDS=0, PREDICT_LOAD_IN_BACKGROUND=True)
+                      PREDICT_POLL_SECONDS=0, PREDICT_LOAD_IN_BACKGROUND=True,
+                      PREDICT_LOAD_WAIT_SECONDS=0)
     predict.init_app(app)
     client = app.test_client()
     try:
@@ -188,3 +189,44 @@ def test_loading_in_the_background_answers_liveness_first(model_root: Path) -> N
     assert client.get("/v2/health/ready").status_code == 200
     assert client.post("/v1/projects/p/models/s:predict",
                        json={"instances": [1]}).get_json() == {"predictions": [1]}
+
+
+def test_requests_during_the_first_load_wait_for_it(model_root: Path) -> None:
+    """After a restart (kill -HUP, a respawn) a worker serves at once; a prediction that
+    arrives before its model is in waits for it instead of failing, probes do not wait."""
+    import threading
+
+    from flask_predict import Predictor
+
+    release = threading.Event()
+
+    class Slow(Predictor):
+        @classmethod
+        def from_path(cls, model_dir: str, **options: Any) -> Slow:
+            assert release.wait(30)
+            return cls()
+
+        def predict(self, instances: list[Any], **kwargs: Any) -> list[Any]:
+            return instances
+
+    (model_root / "slow" / "1").mkdir(parents=True, exist_ok=True)
+    predict = FlaskPredict()
+    predict.register_predictor("slow", Slow)
+    app = Flask("waiting")
+    app.config.update(PREDICT_MODELS={"s": {"base_path": str(model_root / "slow"),
+                                            "predictor": "slow"}},
+                      PREDICT_POLL_SECONDS=0, PREDICT_LOAD_IN_BACKGROUND=True,
+                      PREDICT_LOAD_WAIT_SECONDS=30)
+    predict.init_app(app)
+    answers: list[Any] = []
+    waiting = threading.Thread(target=lambda: answers.append(app.test_client().post(
+        "/v1/projects/p/models/s:predict", json={"instances": [7]})))
+    waiting.start()
+    try:
+        assert app.test_client().get("/v2/health/ready").status_code == 400  # no wait
+        time.sleep(0.2)
+        assert answers == []  # still waiting for the model
+    finally:
+        release.set()
+    waiting.join(30)
+    assert answers[0].status_code == 200 and answers[0].get_json() == {"predictions": [7]}

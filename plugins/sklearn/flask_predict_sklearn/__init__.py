@@ -1,148 +1,26 @@
-"""scikit-learn predictor: ``model.joblib`` or ``model.pkl`` holding an estimator or pipeline.
+"""scikit-learn predictor plugin for flask-predict.
 
-Outputs ``predict`` and, for classifiers, ``predict_proba``. The instances door (AI Platform)
-answers ``predict()`` only, as Google's runtime does; ``tolist()`` keeps integer labels
-integers.
+The predictor (:mod:`.predictor`) imports scikit-learn; this package imports nothing heavy, so
+the gunicorn master can read the plugin's manifest (:mod:`.manifest`) without loading
+scikit-learn, and it loads only in the workers that serve such a model.
 """
 
 from __future__ import annotations
 
-import os
-import pickle
-from typing import Any, Mapping, Sequence
+from importlib import import_module
+from typing import TYPE_CHECKING, Any
 
-import joblib
-import numpy as np
+if TYPE_CHECKING:  # pragma: no cover - for type checkers only
+    from .predictor import SklearnPredictor
 
-from flask_predict import (FailedPrecondition, InvalidInput, ModelMetadata, Predictor,
-                           Signature, TensorSpec)
-from flask_predict.codecs import NUMPY_TO_V2, check_shape
-from flask_predict.types import DEFAULT_SIGNATURE, Tensor
-
-from .manifest import MODEL_FILES  # noqa: E402  (one list: detection and loading)
-METHODS = ("predict", "predict_proba")
+__all__ = ["SklearnPredictor"]
 
 
-class SklearnPredictor(Predictor):
-    """A scikit-learn estimator (or pipeline) loaded from a version folder."""
-
-    instance_outputs = ("predict",)
-
-    def __init__(self, model: Any, outputs: Sequence[str] | None = None) -> None:
-        self.model = model
-        self.methods = tuple(m for m in METHODS if callable(getattr(model, m, None)))
-        if not self.methods:
-            raise TypeError(f"{type(model).__name__} has no predict method")
-        unknown = [o for o in outputs or () if o not in self.methods]
-        if unknown:
-            raise TypeError(f"unknown output(s) {unknown}; this model has {list(self.methods)}")
-        self.default_outputs = tuple(outputs) if outputs else self.methods
-        self._metadata = self._describe()
-        self.linear = is_linear_classifier(model)
-        """Whether ``predict`` can skip scikit-learn's per-call checks (:func:`linear_predict`)."""
-
-    @classmethod
-    def from_path(cls, model_dir: str, outputs: Sequence[str] | None = None,
-                  **options: Any) -> SklearnPredictor:
-        if options:
-            raise TypeError(f"unknown scikit-learn option(s) {sorted(options)}")
-        return cls(load_model(model_dir), outputs)
-
-    def _describe(self) -> ModelMetadata:
-        n_features = int(getattr(self.model, "n_features_in_", -1))
-        classes = getattr(self.model, "classes_", None)
-        label_type = _datatype(np.asarray(classes)) if classes is not None else "FP64"
-        outputs = [TensorSpec("predict", label_type, (-1,))]
-        if "predict_proba" in self.methods:
-            width = len(classes) if classes is not None else -1
-            outputs.append(TensorSpec("predict_proba", "FP64", (-1, width)))
-        properties: dict[str, Any] = {"estimator": type(self.model).__name__,
-                                      "n_features": n_features}
-        if classes is not None:
-            properties["classes"] = np.asarray(classes).tolist()
-        names = getattr(self.model, "feature_names_in_", None)
-        if names is not None:
-            properties["feature_names"] = [str(n) for n in names]
-        signature = Signature(inputs=(TensorSpec("inputs", "FP64", (-1, n_features)),),
-                              outputs=tuple(outputs))
-        return ModelMetadata("sklearn", {DEFAULT_SIGNATURE: signature}, properties=properties)
-
-    def metadata(self) -> ModelMetadata:
-        return self._metadata
-
-    def predict_tensors(self, inputs: Mapping[str, Tensor],
-                        outputs: Sequence[str] | None = None,
-                        signature: str | None = None) -> dict[str, Tensor]:
-        features = _single_input(inputs)
-        check_shape(features, self._metadata.signature.inputs[0])
-        result = {}
-        for method in outputs or self.default_outputs:
-            if method == "predict" and self.linear and _plain_finite(features):
-                result[method] = linear_predict(self.model, features)
-                continue
-            try:
-                result[method] = np.asarray(getattr(self.model, method)(features))
-            except ValueError as exc:  # scikit-learn's input validation
-                raise FailedPrecondition(f"Prediction failed: {exc}")
-        return result
-
-
-def is_linear_classifier(model: Any) -> bool:
-    """A linear classifier (LogisticRegression, SGDClassifier, ...) whose ``predict`` is
-    scikit-learn's own, fitted without feature names (those make scikit-learn warn)."""
-    from sklearn.linear_model import LogisticRegression
-
-    cls = type(model)
-    return (getattr(cls, "predict", None) is LogisticRegression.predict
-            and getattr(cls, "decision_function", None) is LogisticRegression.decision_function
-            and getattr(model, "feature_names_in_", None) is None
-            and isinstance(getattr(model, "coef_", None), np.ndarray)
-            and model.coef_.ndim == 2
-            and isinstance(getattr(model, "classes_", None), np.ndarray))
-
-
-def linear_predict(model: Any, features: Tensor) -> Tensor:
-    """``model.predict(features)`` for a linear classifier, as scikit-learn computes it
-    (scores ``X @ coef_.T + intercept_``; the positive class where a single score is
-    over 0, else the highest score) without its per-call input checks, which cost about
-    140 us a call, 50 times the arithmetic for one row. The caller has checked the shape,
-    and that the values are finite float64 (scikit-learn's own errors come otherwise)."""
-    scores = features @ model.coef_.T + model.intercept_
-    if scores.shape[1] == 1:
-        indices = (scores[:, 0] > 0).astype(np.intp)
-    else:
-        indices = scores.argmax(axis=1)
-    labels: Tensor = model.classes_.take(indices, axis=0)
-    return labels
-
-
-def _plain_finite(features: Tensor) -> bool:
-    return features.dtype == np.float64 and bool(np.isfinite(features).all())
-
-
-def load_model(model_dir: str) -> Any:
-    """``model.joblib`` (joblib), else ``model.pkl`` (pickle), as Google's runtime loads."""
-    for name in MODEL_FILES:
-        path = os.path.join(model_dir, name)
-        if os.path.isfile(path):
-            if name.endswith(".joblib"):
-                return joblib.load(path)
-            with open(path, "rb") as file:
-                return pickle.load(file)
-    raise FileNotFoundError(f"Could not find either model.joblib or model.pkl in {model_dir}")
-
-
-def _single_input(inputs: Mapping[str, Tensor]) -> Tensor:
-    if len(inputs) != 1:
-        raise InvalidInput(f"the model takes one input (a batch of feature rows), got "
-                           f"{len(inputs)}: {sorted(inputs)}")
-    (features,) = inputs.values()
-    if features.ndim == 1:
-        raise InvalidInput("expected a batch of feature rows (a 2-D array), got a 1-D array")
-    return features
-
-
-def _datatype(array: np.ndarray) -> str:
-    if array.dtype.kind in "USO":
-        return "BYTES"
-    return NUMPY_TO_V2.get(array.dtype, "FP64")
+def __getattr__(name: str) -> Any:
+    """Names of :mod:`.predictor`, imported on first use."""
+    if name.startswith("__"):
+        raise AttributeError(name)
+    try:
+        return getattr(import_module(f"{__name__}.predictor"), name)
+    except AttributeError:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}") from None

@@ -1,253 +1,26 @@
-"""TensorFlow predictor: a SavedModel (``saved_model.pb`` + ``variables/``), TF1 or TF2.
+"""TensorFlow predictor plugin for flask-predict.
 
-Every model is loaded the way TF Serving loads it: the ``serve`` MetaGraph into a
-``tf.compat.v1.Session``, and each signature run by its TensorInfo tensor names. That path
-loads old TF1 exports (``half_plus_three``, ref-typed ``counter``) that ``tf.saved_model.load``
-refuses, and native TF2 exports alike. Signatures, dtypes and shapes come from the
-``saved_model.pb`` proto itself, so metadata matches TF Serving's.
-
-Shapes are not checked, as in TF Serving: a tensor of shape ``[3]`` fed to an input declared
-``[-1, 1]`` runs and gives a ``[3]`` output. Python's ``Session.run`` refuses that, so the
-session is run one level lower (``Session._do_run``, the call ``run`` ends in).
+The predictor (:mod:`.predictor`) imports TensorFlow; this package imports nothing heavy, so
+the gunicorn master can read the plugin's manifest (:mod:`.manifest`) without loading
+TensorFlow, and it loads only in the workers that serve such a model.
 """
 
 from __future__ import annotations
 
-import logging
-import os
-from typing import Any, Mapping, Sequence
+from importlib import import_module
+from typing import TYPE_CHECKING, Any
 
-import numpy as np
+if TYPE_CHECKING:  # pragma: no cover - for type checkers only
+    from .predictor import TensorFlowPredictor
 
-from flask_predict import FailedPrecondition, InvalidInput, ModelMetadata, Predictor
-from flask_predict.types import (Classification, Example, InferenceRequest, Signature,
-                                 Tensor, TensorSpec)
-
-from .devices import configure_devices
-from .examples import serialize_examples
-from .warmup import read_warmup_requests
-
-logger = logging.getLogger(__name__)
-
-os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")  # keep C++ INFO/WARNING out of the logs
-import tensorflow as tf  # noqa: E402  (after the log level, which TF reads at import)
-from google.protobuf import json_format  # noqa: E402
-from tensorflow.core.protobuf import meta_graph_pb2, saved_model_pb2  # noqa: E402
-
-INIT_OP_SIGNATURE = "__saved_model_init_op"
-"""TF2's pseudo-signature: listed in metadata, never callable."""
-
-_OP_ERRORS_400 = (tf.errors.InvalidArgumentError, tf.errors.FailedPreconditionError,
-                  tf.errors.OutOfRangeError)
-"""TensorFlow errors TF Serving answers with 400; the rest become 500."""
+__all__ = ["TensorFlowPredictor"]
 
 
-class TensorFlowPredictor(Predictor):
-    """One SavedModel version, loaded into its own graph and session."""
-
-    def __init__(self, model_dir: str, tags: Sequence[str] = ("serve",),
-                 signature: str = "serving_default") -> None:
-        configure_devices()
-        self.model_dir = model_dir
-        meta_graph = _read_meta_graph(model_dir, tags)
-        self.signature_defs = {name: meta_graph.signature_def[name]
-                               for name in sorted(meta_graph.signature_def)}
-        self.graph = tf.Graph()
-        self.session = tf.compat.v1.Session(graph=self.graph)
-        with self.graph.as_default():
-            tf.compat.v1.saved_model.loader.load(self.session, list(tags), model_dir)
-        self._metadata = ModelMetadata(
-            platform="tensorflow",
-            signatures={name: _signature(sig) for name, sig in self.signature_defs.items()
-                        if name != INIT_OP_SIGNATURE},
-            default_signature=signature,
-            properties={"signature_def": {
-                name: json_format.MessageToDict(sig, preserving_proto_field_name=True,
-                                                always_print_fields_with_no_presence=True)
-                for name, sig in self.signature_defs.items()},
-                "tensorflow_version": tf.__version__},
-        )
-
-    @classmethod
-    def from_path(cls, model_dir: str, tags: Sequence[str] = ("serve",),
-                  signature: str = "serving_default",
-                  **options: Any) -> TensorFlowPredictor:
-        """Load the SavedModel in *model_dir* (MetaGraph *tags*, default signature)."""
-        if options:
-            raise TypeError(f"unknown TensorFlow option(s) {sorted(options)}")
-        return cls(model_dir, tuple(tags), signature)
-
-    def metadata(self) -> ModelMetadata:
-        return self._metadata
-
-    # --- predict ---------------------------------------------------------------------------
-
-    def predict_tensors(self, inputs: Mapping[str, Tensor],
-                        outputs: Sequence[str] | None = None,
-                        signature: str | None = None) -> dict[str, Tensor]:
-        name = signature or self._metadata.default_signature
-        sig = self.signature_defs.get(name)
-        if sig is None:
-            raise InvalidInput(f'Serving signature name: "{name}" not found in signature def')
-        if not sig.inputs:
-            raise InvalidInput(f"Failed to get input map for signature: {name}")
-        missing = [alias for alias in sig.inputs if alias not in inputs]
-        unknown = [alias for alias in inputs if alias not in sig.inputs]
-        if missing or unknown:
-            raise InvalidInput(f"input size does not match signature: {len(inputs)}!="
-                               f"{len(sig.inputs)} len({{{','.join(sorted(inputs))}}}) != "
-                               f"len({{{','.join(sorted(sig.inputs))}}}). Missing "
-                               f"inputs: {','.join(missing)}. Extra inputs: {','.join(unknown)}")
-        wanted = list(outputs) if outputs is not None else sorted(sig.outputs)
-        feeds = {sig.inputs[alias].name: array for alias, array in inputs.items()}
-        fetched = self._run(feeds, [sig.outputs[alias].name for alias in wanted])
-        return dict(zip(wanted, fetched))
-
-    # --- classify / regress ----------------------------------------------------------------
-
-    def classify(self, examples: Sequence[Example],
-                 signature: str | None = None) -> Classification:
-        """TF Serving's classifier: one input ``inputs`` fed serialized ``tf.Example``s,
-        outputs ``classes`` and/or ``scores`` of shape ``[N, K]``."""
-        name, sig = self._signature_def(signature)
-        if len(sig.inputs) != 1 or "inputs" not in sig.inputs:
-            raise InvalidInput(f"No classification inputs found in SignatureDef: {_text(sig)}")
-        if not {"classes", "scores"} & set(sig.outputs) or len(sig.outputs) > 2:
-            raise InvalidInput("Expected classification signature outputs to contain at least "
-                               f'one of "classes" or "scores". Signature was: {_text(sig)}')
-        aliases = [alias for alias in ("classes", "scores") if alias in sig.outputs]
-        fetched = dict(zip(aliases, self._run(
-            {sig.inputs["inputs"].name: serialize_examples(examples)},
-            [sig.outputs[alias].name for alias in aliases])))
-        for alias, array in fetched.items():
-            if array.ndim != 2 or array.shape[0] != len(examples):
-                raise InvalidInput(f"Expected Tensor shape: [{len(examples)} num_classes] but "
-                                   f"got {list(array.shape)} for {alias!r}")
-        return Classification(classes=fetched.get("classes"), scores=fetched.get("scores"))
-
-    def regress(self, examples: Sequence[Example], signature: str | None = None) -> Tensor:
-        """TF Serving's regressor: one input ``inputs``, one output ``outputs`` of shape
-        ``[N]`` or ``[N, 1]``; returns ``[N]`` values."""
-        name, sig = self._signature_def(signature)
-        if len(sig.inputs) != 1 or "inputs" not in sig.inputs:
-            raise InvalidInput(f"No regression inputs found in SignatureDef: {_text(sig)}")
-        if len(sig.outputs) != 1 or "outputs" not in sig.outputs:
-            raise InvalidInput(f"No regression outputs found in SignatureDef: {_text(sig)}")
-        (values,) = self._run({sig.inputs["inputs"].name: serialize_examples(examples)},
-                              [sig.outputs["outputs"].name])
-        if values.shape not in ((len(examples),), (len(examples), 1)):
-            raise InvalidInput("Expected output Tensor shape to be either [batch_size] or "
-                               f"[batch_size, 1] but got {list(values.shape)}")
-        return values.reshape(len(examples))
-
-    def _signature_def(self, signature: str | None
-                           ) -> tuple[str, meta_graph_pb2.SignatureDef]:
-        name = signature or self._metadata.default_signature
-        sig = self.signature_defs.get(name)
-        if sig is None:
-            raise InvalidInput(f"No signature was found with the name: {name}")
-        return name, sig
-
-    # --- running ---------------------------------------------------------------------------
-
-    def _run(self, feeds: Mapping[str, Tensor], fetches: Sequence[str]) -> list[Tensor]:
-        """Run the session, feeding tensors by name, without Python's static shape check."""
-        try:
-            feed_tensors = {self.graph.get_tensor_by_name(name): np.asarray(value)
-                            for name, value in feeds.items()}
-            fetch_tensors = [self.graph.get_tensor_by_name(name) for name in fetches]
-            do_run = getattr(self.session, "_do_run", None)
-            if do_run is None:  # pragma: no cover - a TensorFlow without the private call
-                return list(self.session.run(fetch_tensors, feed_tensors))
-            feed = {tensor.ref(): _feed_value(tensor, value)
-                    for tensor, value in feed_tensors.items()}
-            results = do_run(None, [], fetch_tensors, feed, None, None)
-        except _OP_ERRORS_400 as exc:
-            raise InvalidInput(_first_line(exc.message))
-        except (TypeError, ValueError) as exc:
-            raise InvalidInput(str(exc).splitlines()[0])
-        return [np.asarray(r) for r in results]
-
-    def warmup_requests(self, model_dir: str) -> list[InferenceRequest]:
-        """TF Serving's ``assets.extra/tf_serving_warmup_requests`` (see :mod:`.warmup`)."""
-        return read_warmup_requests(model_dir)
-
-    def close(self) -> None:
-        self.session.close()
-
-
-def _read_meta_graph(model_dir: str, tags: Sequence[str]) -> meta_graph_pb2.MetaGraphDef:
-    """The MetaGraph with exactly *tags* from ``saved_model.pb`` (or ``.pbtxt``)."""
-    saved_model = saved_model_pb2.SavedModel()
-    binary = os.path.join(model_dir, "saved_model.pb")
-    if os.path.isfile(binary):
-        with open(binary, "rb") as file:
-            saved_model.ParseFromString(file.read())
-    else:
-        from google.protobuf import text_format
-
-        with open(os.path.join(model_dir, "saved_model.pbtxt"), encoding="utf-8") as file:
-            text_format.Parse(file.read(), saved_model)
-    for meta_graph in saved_model.meta_graphs:
-        if set(meta_graph.meta_info_def.tags) == set(tags):
-            return meta_graph
-    found = [sorted(mg.meta_info_def.tags) for mg in saved_model.meta_graphs]
-    raise FileNotFoundError(f"no MetaGraph tagged {sorted(tags)} in {model_dir} "
-                            f"(found {found})")
-
-
-def _feed_value(tensor: tf.Tensor, value: Tensor) -> Tensor:
-    """*value* in the placeholder's dtype (strings stay Python bytes)."""
-    dtype = tensor.dtype.base_dtype
-    if dtype == tf.string:
-        if value.dtype.kind == "U":
-            encoded: Tensor = np.vectorize(lambda s: s.encode("utf-8"), otypes=[object])(value)
-            return encoded
-        if value.dtype.kind not in "OS":
-            raise InvalidInput(f"input {tensor.name}: expected strings")
-        return value
-    if value.dtype.kind in "OSU":
-        raise InvalidInput(f"input {tensor.name}: expected {dtype.name} values, got strings")
-    return value.astype(dtype.as_numpy_dtype, copy=False)
-
-
-def _signature(sig: meta_graph_pb2.SignatureDef) -> Signature:
-    return Signature(inputs=tuple(_spec(alias, info) for alias, info in sorted(sig.inputs.items())),
-                     outputs=tuple(_spec(alias, info)
-                                   for alias, info in sorted(sig.outputs.items())),
-                     method_name=sig.method_name)
-
-
-def _spec(alias: str, info: meta_graph_pb2.TensorInfo) -> TensorSpec:
-    shape: tuple[int, ...] | None = None
-    if info.HasField("tensor_shape") and not info.tensor_shape.unknown_rank:
-        shape = tuple(int(dim.size) for dim in info.tensor_shape.dim)
-    return TensorSpec(alias, datatype(info.dtype), shape, tensor_name=info.name)
-
-
-def datatype(dtype_enum: int) -> str:
-    """The V2 datatype name of a TensorFlow ``DataType`` enum (ref types as their base)."""
-    from flask_predict.codecs import NUMPY_TO_V2
-
+def __getattr__(name: str) -> Any:
+    """Names of :mod:`.predictor`, imported on first use."""
+    if name.startswith("__"):
+        raise AttributeError(name)
     try:
-        dtype = tf.dtypes.as_dtype(dtype_enum).base_dtype
-    except TypeError:
-        return "BYTES"
-    if dtype == tf.string:
-        return "BYTES"
-    try:
-        return NUMPY_TO_V2.get(np.dtype(dtype.as_numpy_dtype), "BYTES")
-    except TypeError:
-        return "BYTES"
-
-
-def _text(sig: meta_graph_pb2.SignatureDef) -> str:
-    return " ".join(str(sig).split())
-
-
-def _first_line(message: str) -> str:
-    """The line of a TensorFlow error that says what went wrong (not where)."""
-    lines = [line.strip() for line in message.splitlines() if line.strip()]
-    useful = [line for line in lines if not line.startswith(("[[", "Graph execution error",
-                                                              "Detected at node", "Node:"))]
-    return (useful or lines or ["TensorFlow error"])[0]
+        return getattr(import_module(f"{__name__}.predictor"), name)
+    except AttributeError:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}") from None

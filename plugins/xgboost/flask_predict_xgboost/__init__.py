@@ -1,153 +1,26 @@
-"""XGBoost predictor: a native Booster (``model.bst``, ``model.json``, ``model.ubj``) or a
-pickled Booster or scikit-learn wrapper (``model.joblib``, ``model.pkl``).
+"""XGBoost predictor plugin for flask-predict.
 
-NaN and JSON ``null`` are *missing* values (``missing=NaN``), never 0. A row wider or
-narrower than the model's feature count is refused: XGBoost itself silently reads a narrow
-row's absent trailing features as missing.
+The predictor (:mod:`.predictor`) imports XGBoost; this package imports nothing heavy, so
+the gunicorn master can read the plugin's manifest (:mod:`.manifest`) without loading
+XGBoost, and it loads only in the workers that serve such a model.
 """
 
 from __future__ import annotations
 
-import json
-import os
-import pickle
-from typing import Any, Mapping, Sequence
+from importlib import import_module
+from typing import TYPE_CHECKING, Any
 
-import joblib
-import numpy as np
-import xgboost as xgb
+if TYPE_CHECKING:  # pragma: no cover - for type checkers only
+    from .predictor import XGBoostPredictor
 
-from flask_predict import (FailedPrecondition, InvalidInput, ModelMetadata, Predictor,
-                           Signature, TensorSpec)
-from flask_predict.codecs import NUMPY_TO_V2, check_shape
-from flask_predict.types import DEFAULT_SIGNATURE, Tensor
-
-NATIVE_FILES = ("model.bst", "model.json", "model.ubj")
-PICKLE_FILES = ("model.joblib", "model.pkl")
+__all__ = ["XGBoostPredictor"]
 
 
-class XGBoostPredictor(Predictor):
-    """An XGBoost model loaded from a version folder."""
-
-    instance_outputs = ("predict",)
-
-    def __init__(self, model: xgb.Booster | xgb.XGBModel, outputs: Sequence[str] | None = None,
-                 nthread: int | None = None) -> None:
-        self.model = model
-        self.booster = model if isinstance(model, xgb.Booster) else model.get_booster()
-        threads = nthread or int(os.environ.get("OMP_NUM_THREADS", "0") or 0)
-        if threads:
-            self.booster.set_param({"nthread": threads})
-        self.n_features = self.booster.num_features()
-        self.methods: tuple[str, ...] = ("predict",)
-        if isinstance(model, xgb.XGBModel) and hasattr(model, "predict_proba"):
-            self.methods = ("predict", "predict_proba")
-        unknown = [o for o in outputs or () if o not in self.methods]
-        if unknown:
-            raise TypeError(f"unknown output(s) {unknown}; this model has {list(self.methods)}")
-        self.default_outputs = tuple(outputs) if outputs else self.methods
-        self._metadata = self._describe()
-
-    @classmethod
-    def from_path(cls, model_dir: str, outputs: Sequence[str] | None = None,
-                  nthread: int | None = None, **options: Any) -> XGBoostPredictor:
-        if options:
-            raise TypeError(f"unknown XGBoost option(s) {sorted(options)}")
-        return cls(load_model(model_dir), outputs, nthread)
-
-    def _describe(self) -> ModelMetadata:
-        config = json.loads(self.booster.save_config())["learner"]
-        objective = config["objective"]["name"]
-        num_class = int(config["learner_model_param"].get("num_class", "0") or 0)
-        properties: dict[str, Any] = {"objective": objective, "n_features": self.n_features,
-                                      "booster": type(self.model).__name__}
-        if isinstance(self.model, xgb.XGBModel):
-            classes = getattr(self.model, "classes_", None)
-            label_type = "FP32"
-            if classes is not None:
-                properties["classes"] = np.asarray(classes).tolist()
-                label_type = NUMPY_TO_V2.get(np.asarray(classes).dtype, "INT64")
-            outputs = [TensorSpec("predict", label_type, (-1,))]
-            if "predict_proba" in self.methods:
-                width = len(classes) if classes is not None else -1
-                outputs.append(TensorSpec("predict_proba", "FP32", (-1, width)))
-        else:
-            shape = (-1, num_class) if objective in ("multi:softprob",) else (-1,)
-            outputs = [TensorSpec("predict", "FP32", shape)]
-        names = self.booster.feature_names
-        if names:
-            properties["feature_names"] = list(names)
-        signature = Signature(inputs=(TensorSpec("inputs", "FP32", (-1, self.n_features)),),
-                              outputs=tuple(outputs))
-        return ModelMetadata("xgboost", {DEFAULT_SIGNATURE: signature}, properties=properties)
-
-    def metadata(self) -> ModelMetadata:
-        return self._metadata
-
-    def predict_tensors(self, inputs: Mapping[str, Tensor],
-                        outputs: Sequence[str] | None = None,
-                        signature: str | None = None) -> dict[str, Tensor]:
-        if len(inputs) != 1:
-            raise InvalidInput(f"the model takes one input (a batch of feature rows), got "
-                               f"{len(inputs)}: {sorted(inputs)}")
-        (features,) = inputs.values()
-        if features.ndim == 1:
-            raise InvalidInput("expected a batch of feature rows (a 2-D array), got 1-D")
-        check_shape(features, self._metadata.signature.inputs[0])
-        features = np.ascontiguousarray(features, dtype=np.float32)
-        if np.isinf(features).any():
-            raise FailedPrecondition("Prediction failed: Input data contains `inf` or a value "
-                                     "too large for float32; NaN or null mark a missing value")
-        result = {}
-        for method in outputs or self.default_outputs:
-            try:
-                if isinstance(self.model, xgb.Booster):
-                    values = self.booster.inplace_predict(features, missing=np.nan)
-                else:
-                    values = getattr(self.model, method)(features)
-            except xgb.core.XGBoostError as exc:
-                raise FailedPrecondition(f"Prediction failed: {_first_line(exc)}")
-            result[method] = np.asarray(values)
-        return result
-
-
-def load_model(model_dir: str) -> xgb.Booster | xgb.XGBModel:
-    """A native Booster file first, else a joblib/pickle of a Booster or wrapper."""
-    for name in NATIVE_FILES:
-        path = os.path.join(model_dir, name)
-        if os.path.isfile(path):
-            return _native_booster(path)
-    for name in PICKLE_FILES:
-        path = os.path.join(model_dir, name)
-        if not os.path.isfile(path):
-            continue
-        try:
-            if name.endswith(".joblib"):
-                model = joblib.load(path)
-            else:
-                with open(path, "rb") as file:
-                    model = pickle.load(file)
-        except (KeyError, pickle.UnpicklingError, EOFError):  # a native model, pickle's name
-            return _native_booster(path)
-        if not isinstance(model, (xgb.Booster, xgb.XGBModel)):
-            raise TypeError(f"{path} holds a {type(model).__module__}.{type(model).__name__}, "
-                            "not an XGBoost model")
-        return model
-    raise FileNotFoundError(f"no XGBoost model file in {model_dir} (looked for "
-                            f"{list(NATIVE_FILES + PICKLE_FILES)})")
-
-
-def _native_booster(path: str) -> xgb.Booster:
-    """Load a JSON or UBJSON model file whatever its name (XGBoost sniffs the content)."""
-    booster = xgb.Booster()
-    with open(path, "rb") as file:
-        booster.load_model(bytearray(file.read()))
-    return booster
-
-
-def _first_line(exc: Exception) -> str:
-    lines = [line for line in str(exc).splitlines() if line.strip()]
-    for line in lines:
-        if "Check failed" in line or "contains" in line:
-            return line.split("] ", 1)[-1].strip()
-    return lines[0] if lines else type(exc).__name__
+def __getattr__(name: str) -> Any:
+    """Names of :mod:`.predictor`, imported on first use."""
+    if name.startswith("__"):
+        raise AttributeError(name)
+    try:
+        return getattr(import_module(f"{__name__}.predictor"), name)
+    except AttributeError:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}") from None
