@@ -20,16 +20,21 @@ def sources() -> list[str]:
 
 
 def compile_descriptors(output: Path) -> None:
-    """Write the FileDescriptorSet of every source, imports included, to *output*."""
-    from importlib.resources import files
+    """Write the FileDescriptorSet of every source, imports included, to *output*.
 
-    from grpc_tools import protoc
+    protoc runs in its own process: grpcio-tools carries its own copy of protobuf's C++
+    library, which must not meet another one (TensorFlow's) in one process.
+    """
+    import subprocess
+    from importlib.util import find_spec
 
-    include = str(files("grpc_tools") / "_proto")  # google/protobuf/*.proto
-    status = protoc.main(["protoc", f"-I{PROTOS}", f"-I{include}", "--include_imports",
-                          f"--descriptor_set_out={output}", *sources()])
-    if status != 0:
-        raise RuntimeError(f"protoc failed with status {status}")
+    spec = find_spec("grpc_tools")
+    if spec is None or not spec.submodule_search_locations:
+        raise RuntimeError("compiling the protos needs grpcio-tools")
+    include = Path(list(spec.submodule_search_locations)[0]) / "_proto"  # google/protobuf
+    subprocess.run([sys.executable, "-m", "grpc_tools.protoc", f"-I{PROTOS}", f"-I{include}",
+                    "--include_imports", f"--descriptor_set_out={output}", *sources()],
+                   check=True)
 
 
 if __name__ == "__main__":

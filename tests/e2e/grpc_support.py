@@ -5,6 +5,7 @@ from our ``grps.proto`` as a grps user would generate it."""
 from __future__ import annotations
 
 import importlib
+import subprocess
 import sys
 import time
 from pathlib import Path
@@ -55,11 +56,11 @@ def answering_workers(server: GrpcGunicornServer, ask: Callable[[grpc.Channel], 
 
 def generated_grps(folder: Path) -> tuple[ModuleType, ModuleType]:
     """``grps_pb2`` and ``grps_pb2_grpc`` generated from our ``grps.proto`` by grpcio-tools."""
-    from grpc_tools import protoc
-
-    status = protoc.main(["protoc", f"-I{PROTOS}", f"--python_out={folder}",
-                          f"--grpc_python_out={folder}", "grps/grps.proto"])
-    assert status == 0
+    # protoc in its own process: grpcio-tools' protobuf C++ library must not meet
+    # TensorFlow's in this one
+    subprocess.run([sys.executable, "-m", "grpc_tools.protoc", f"-I{PROTOS}",
+                    f"--python_out={folder}", f"--grpc_python_out={folder}", "grps/grps.proto"],
+                   check=True)
     sys.path.insert(0, str(folder))
     try:
         return (importlib.import_module("grps.grps_pb2"),
