@@ -37,8 +37,9 @@ SERVICES: dict[str, dict[str, Any]] = {
 
 
 class Health(health.HealthServicer):  # type: ignore[misc]  # grpcio-health-checking: untyped
-    """``grpc.health.v1.Health``: ``SERVING`` while every model is loaded in this worker
-    (for the grps service, also while grps is online); ``NOT_FOUND`` for another service.
+    """``grpc.health.v1.Health``: ``SERVING`` while the server is ready, as V2's
+    ``/v2/health/ready`` (for the grps service, also while grps is online); ``NOT_FOUND``
+    for another service.
     ``Check`` answers from the live state and updates what ``Watch`` streams."""
 
     def __init__(self, state: PredictState, services: list[str]) -> None:
