@@ -8,14 +8,14 @@ PORT ?= 8080
 PLUGINS := plugins/sklearn plugins/xgboost plugins/custom plugins/tensorflow
 INSTALLED := $(VENV)/.installed
 
-.PHONY: install system-deps serve test typecheck demo bench clean
+.PHONY: install system-deps serve test typecheck demo bench protos clean
 
 install: $(INSTALLED)
 
 $(INSTALLED): setup.py $(addsuffix /setup.py,$(PLUGINS)) requirements-test.txt
 	$(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install --quiet --upgrade pip
-	$(PY) -m pip install --quiet -e ".[server]" $(addprefix -e ,$(PLUGINS)) -r requirements-test.txt
+	$(PY) -m pip install --quiet -e ".[server,grpc]" $(addprefix -e ,$(PLUGINS)) -r requirements-test.txt
 	touch $@
 
 demo: install
@@ -36,6 +36,10 @@ typecheck: install
 
 bench: install
 	$(PY) benchmarks/run.py
+
+# After editing flask_predict/grpc/protos/*.proto: recompile their descriptor set.
+protos: install
+	$(PY) -m flask_predict.grpc.compile_protos
 
 clean:
 	rm -rf $(VENV) demo/models

@@ -34,6 +34,8 @@ control_socket_disable = True
 server.share_cores(workers)
 # Workers share one folder for server-wide state (grps online/offline, request metrics).
 server.share_state_dir()
+# gRPC (FLASK_PREDICT_GRPC_PORT) runs in each worker, started after the fork.
+server.keep_grpc_fork_support_off()
 
 
 def on_starting(server_):
@@ -58,6 +60,8 @@ def post_fork(server_, worker):
 def post_worker_init(worker):
     # models load in the background: liveness answers now, readiness once they are in
     server.worker_loaded(worker.wsgi, worker)
+    # every worker serves gRPC for its own models on the one shared port (SO_REUSEPORT)
+    server.start_grpc(worker.wsgi)
     worker.log.info("flask_predict: worker %s serving", worker.pid)
 
 

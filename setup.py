@@ -10,7 +10,8 @@ setup(
     license="Apache-2.0",
     python_requires=">=3.10",
     packages=find_packages(include=["flask_predict", "flask_predict.*"]),
-    package_data={"flask_predict": ["py.typed"]},
+    package_data={"flask_predict": ["py.typed", "grpc/protos/descriptors.binpb",
+                                    "grpc/protos/*.proto", "grpc/protos/**/*.proto"]},
     install_requires=[
         "flask>=2.3",
         "numpy>=1.24",
@@ -19,5 +20,11 @@ setup(
         "pysimdjson>=6",
         "threadpoolctl>=3.1",
     ],
-    extras_require={"server": ["gunicorn>=22"]},
+    extras_require={
+        "server": ["gunicorn>=22"],
+        # gRPC beside REST (PREDICT_GRPC_PORT): the server, its messages, the standard
+        # health service (Kubernetes gRPC probes) and server reflection.
+        "grpc": ["grpcio>=1.56", "protobuf>=4.22", "grpcio-health-checking>=1.56",
+                 "grpcio-reflection>=1.56"],
+    },
 )

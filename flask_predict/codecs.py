@@ -320,6 +320,8 @@ def _bytes_array(values: Any, name: str) -> Tensor:
             return [convert(v) for v in value]
         if isinstance(value, str):
             return value.encode("utf-8")
+        if isinstance(value, bytes):  # protobuf's bytes fields (gRPC)
+            return value
         if is_b64(value):
             return b64_decode(value, name)
         raise InvalidInput(f"input {name!r}: expected strings or {{\"b64\": ...}} values, "

@@ -45,6 +45,11 @@ DEFAULTS: dict[str, Any] = {
     "PREDICT_MANAGE_PROCESS": False,
     "PREDICT_LOAD_IN_BACKGROUND": False,
     "PREDICT_LOAD_WAIT_SECONDS": 30.0,
+    "PREDICT_GRPC_PORT": None,
+    "PREDICT_GRPC_HOST": "0.0.0.0",
+    "PREDICT_GRPC_MAX_MESSAGE_BYTES": None,
+    "PREDICT_GRPC_THREADS": 4,
+    "PREDICT_GRPC_GRACE_SECONDS": 5.0,
 }
 """Every key with its default. ``docs/configuration.md`` has one entry per key."""
 
@@ -92,6 +97,13 @@ class Settings:
     load_wait_seconds: float
     """With background loading: how long a request that needs a model waits for the first
     load before it is answered "not ready" (probes never wait)."""
+    grpc_port: int | None
+    """The port every worker serves gRPC on; ``None``: no gRPC (see docs/protocols/grpc.md)."""
+    grpc_host: str
+    grpc_max_message_bytes: int
+    """Largest gRPC request message; defaults to ``max_request_bytes``."""
+    grpc_threads: int
+    grpc_grace_seconds: float
 
     def model(self, name: str) -> ModelSpec | None:
         return next((spec for spec in self.models if spec.name == name), None)
@@ -154,6 +166,15 @@ def read_settings(config: Mapping[str, Any]) -> Settings:
         manage_process=_bool(values, "PREDICT_MANAGE_PROCESS"),
         load_in_background=_bool(values, "PREDICT_LOAD_IN_BACKGROUND"),
         load_wait_seconds=_number(values, "PREDICT_LOAD_WAIT_SECONDS", float, minimum=0),
+        grpc_port=(None if values["PREDICT_GRPC_PORT"] in (None, "") else
+                   _number(values, "PREDICT_GRPC_PORT", int, minimum=0, maximum=65535)),
+        grpc_host=str(values["PREDICT_GRPC_HOST"]),
+        grpc_max_message_bytes=(
+            _number(values, "PREDICT_MAX_REQUEST_BYTES", int, minimum=1)
+            if values["PREDICT_GRPC_MAX_MESSAGE_BYTES"] is None else
+            _number(values, "PREDICT_GRPC_MAX_MESSAGE_BYTES", int, minimum=1)),
+        grpc_threads=_number(values, "PREDICT_GRPC_THREADS", int, minimum=1),
+        grpc_grace_seconds=_number(values, "PREDICT_GRPC_GRACE_SECONDS", float, minimum=0),
     )
 
 
@@ -378,7 +399,8 @@ def _str_list(values: Mapping[str, Any], key: str) -> list[str]:
     return list(value)
 
 
-def _number(values: Mapping[str, Any], key: str, kind: type, minimum: float) -> Any:
+def _number(values: Mapping[str, Any], key: str, kind: type, minimum: float,
+            maximum: float | None = None) -> Any:
     value = values[key]
     try:
         if isinstance(value, bool):
@@ -388,6 +410,8 @@ def _number(values: Mapping[str, Any], key: str, kind: type, minimum: float) -> 
         raise ConfigError(f"{key} must be a number, got {value!r}")
     if number < minimum:
         raise ConfigError(f"{key} must be at least {minimum}, got {value!r}")
+    if maximum is not None and number > maximum:
+        raise ConfigError(f"{key} must be at most {maximum}, got {value!r}")
     return number
 
 

@@ -24,8 +24,8 @@ logger = logging.getLogger(__name__)
 class LoadedVersion:
     """One version of one model, loaded in this worker."""
 
-    __slots__ = ("spec", "version", "predictor", "metadata", "path", "_lock", "_uses",
-                 "_retired", "_closed")
+    __slots__ = ("spec", "version", "predictor", "metadata", "path", "calls", "_lock",
+                 "_uses", "_retired", "_closed")
 
     def __init__(self, spec: ModelSpec, version: int, predictor: Predictor,
                  metadata: ModelMetadata, path: str) -> None:
@@ -34,6 +34,8 @@ class LoadedVersion:
         self.predictor = predictor
         self.metadata = metadata
         self.path = path
+        self.calls = threading.Lock()
+        """Held while the predictor runs (see :func:`flask_predict.service.calling`)."""
         self._lock = threading.Lock()
         self._uses = 0
         self._retired = False

@@ -31,6 +31,8 @@ SERVER_WORKERS_VARIABLE = "PREDICT_SERVER_WORKERS"
 ``FLASK_`` variable, so no app reads it as a setting."""
 INDEX_ATTRIBUTE = "flask_predict_index"
 """Where the master keeps each gunicorn worker object's index."""
+GRPC_SERVER_KEY = "grpc_server"
+GRPC_MODULES = ("grpc", "grpc_health", "grpc_reflection", "google.protobuf")
 
 
 def share_cores(workers: int) -> None:
@@ -65,6 +67,8 @@ def check_configuration(log: Any) -> None:
     try:
         settings = read_settings(environ_config())
         check_models(settings)
+        if settings.grpc_port is not None:
+            check_grpc_installed()
         if not settings.models:
             log.warning("flask_predict: no model configured (set FLASK_PREDICT_MODELS, "
                         "FLASK_PREDICT_MODEL_CONFIG_FILE or MODEL_NAME)")
@@ -180,10 +184,63 @@ def route_logs(target: logging.Logger, level: str) -> None:
     source.propagate = False
 
 
+def keep_grpc_fork_support_off() -> None:
+    """gRPC's fork support stays off (unless the environment sets it).
+
+    grpcio is not fork-safe: a process that has started gRPC threads must not fork. Here
+    only workers use gRPC: the master never imports it, and each worker creates its server
+    after the fork (:func:`start_grpc`) and never forks again, so the fork handlers that
+    ``GRPC_ENABLE_FORK_SUPPORT`` installs (meant for clients, unsupported for servers)
+    would only cost time on every fork.
+    """
+    os.environ.setdefault("GRPC_ENABLE_FORK_SUPPORT", "false")
+
+
+def check_grpc_installed() -> None:
+    """Raise :class:`ConfigError` unless the ``grpc`` extra is installed (without
+    importing it: the master must not load grpcio)."""
+    import importlib.util
+
+    missing = [name for name in GRPC_MODULES if importlib.util.find_spec(name) is None]
+    if missing:
+        raise ConfigError(f"PREDICT_GRPC_PORT is set but {missing} are not installed: "
+                          "pip install 'flask-predict[grpc]'")
+
+
+def start_grpc(app: Any) -> Any:
+    """Serve gRPC from this process for *app*'s models when ``PREDICT_GRPC_PORT`` is set.
+
+    Gunicorn's ``post_worker_init`` calls it in every worker; an app embedded in one
+    process may call it itself. Returns the :class:`flask_predict.grpc.server.GrpcServer`
+    (``None`` without a port, or for a WSGI app without the extension); :func:`stop_grpc`
+    stops it.
+    """
+    state: PredictState | None = getattr(app, "extensions", {}).get(EXTENSION_KEY)
+    if state is None or state.settings.grpc_port is None:
+        return None
+    check_grpc_installed()
+    from .grpc.server import GrpcServer  # imported after the fork: grpc is not fork-safe
+
+    server = GrpcServer(state)
+    server.start()
+    state.extras[GRPC_SERVER_KEY] = server
+    return server
+
+
+def stop_grpc(app: Any, grace: float | None = None) -> None:
+    """Stop the gRPC server :func:`start_grpc` started, letting calls in flight finish."""
+    state = getattr(app, "extensions", {}).get(EXTENSION_KEY)
+    server = state.extras.pop(GRPC_SERVER_KEY, None) if state is not None else None
+    if server is not None:
+        server.stop(grace)
+
+
 def close_worker(app: Any) -> None:
-    """Release the worker's models (a WSGI app without the extension has none)."""
+    """Stop serving gRPC, then release the worker's models (a WSGI app without the
+    extension has none)."""
     if EXTENSION_KEY not in getattr(app, "extensions", {}):
         return
     logging.getLogger(__name__).info("flask_predict: worker %s releasing its models",
                                      os.getpid())
+    stop_grpc(app)
     close_app(app)

@@ -170,9 +170,13 @@ class ModelService:
 @contextmanager
 def calling(loaded: LoadedVersion, verb: str = "predict") -> Iterator[None]:
     """Run a predictor method: our own errors pass, anything else becomes
-    :class:`PredictorFailed` (500, generic message) with the cause chained for the log."""
+    :class:`PredictorFailed` (500, generic message) with the cause chained for the log.
+
+    One call at a time per model version: a worker's gRPC threads and its HTTP thread never
+    run the same predictor concurrently (predictors need not be thread-safe)."""
     try:
-        yield
+        with loaded.calls:
+            yield
     except PredictError:
         raise
     except Exception as exc:

@@ -112,3 +112,16 @@ def test_vertex_environment() -> None:
     assert settings.vertex_health_route == "/v1/endpoints/1/deployedModels/2"
     with pytest.raises(ConfigError, match="must be a path"):
         read_settings({"PREDICT_VERTEX_HEALTH_ROUTE": "health"})
+
+
+def test_grpc_is_off_unless_a_port_is_set_and_bounded_like_rest(base: Path) -> None:
+    models = {"m": {"base_path": str(base)}}
+    settings = read_settings({"PREDICT_MODELS": models, "PREDICT_MAX_REQUEST_BYTES": 1000})
+    assert settings.grpc_port is None and settings.grpc_max_message_bytes == 1000
+    settings = read_settings({"PREDICT_MODELS": models, "PREDICT_GRPC_PORT": "8500",
+                              "PREDICT_GRPC_MAX_MESSAGE_BYTES": 10})
+    assert (settings.grpc_port, settings.grpc_host, settings.grpc_max_message_bytes) == \
+        (8500, "0.0.0.0", 10)
+    for port in (-1, 70000, "x"):
+        with pytest.raises(ConfigError, match="PREDICT_GRPC_PORT"):
+            read_settings({"PREDICT_MODELS": models, "PREDICT_GRPC_PORT": port})

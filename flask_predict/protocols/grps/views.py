@@ -10,8 +10,6 @@ from __future__ import annotations
 
 import html
 import time
-from dataclasses import dataclass
-from importlib.metadata import PackageNotFoundError, version as package_version
 from typing import Any, Callable, Iterator, Tuple
 
 from flask import Blueprint, Response, request, stream_with_context
@@ -21,30 +19,17 @@ from flask.typing import ResponseReturnValue
 from ... import codecs
 from ...errors import ConfigError, InvalidInput, ModelNotFound
 from ...state import EXTENSION_KEY, PredictState, get_state
-from ...served import LoadedVersion, ServedModel
-from ...shared_state import LATENCY_BUCKETS_MS, MetricsSnapshot, RequestMetrics, SharedFlag, \
-    StateDir
-from ...types import InferenceRequest, Tensor
+from ...served import LoadedVersion
+from ...shared_state import LATENCY_BUCKETS_MS, MetricsSnapshot, StateDir
 from .._http import as_predict_error, json_response, read_body, read_json
-from . import wire
+from . import dispatch, wire
 
 bp = Blueprint("predict_grps", __name__)
 
 ROOT = "/grps/v1"
-STATE_KEY = "grps"
 BINARY_MIMETYPE = "application/octet-stream"
 EITHER = ["GET", "POST"]
 CDF_PERCENTS = (*range(10, 100, 10), *range(91, 100), 99.9, 99.99)
-
-
-@dataclass
-class GrpsState:
-    """The grps objects of one app; the flag and metrics are shared by every worker."""
-
-    state_dir: StateDir
-    online: SharedFlag
-    metrics: RequestMetrics
-    default_model: str | None
 
 
 @bp.record_once
@@ -53,10 +38,11 @@ def _set_up(setup: BlueprintSetupState) -> None:
     state: PredictState = setup.app.extensions[EXTENSION_KEY]
     settings = state.settings
     default = settings.grps_default_model
-    if default is not None and split_model_id(default, [s.name for s in settings.models]) is None:
+    if default is not None and dispatch.split_model_id(
+            default, [s.name for s in settings.models]) is None:
         raise ConfigError(f"PREDICT_GRPS_DEFAULT_MODEL: Model {default} not found.")
     directory = StateDir(settings.state_dir)
-    state.extras[STATE_KEY] = GrpsState(
+    state.extras[dispatch.STATE_KEY] = dispatch.GrpsState(
         state_dir=directory,
         online=directory.flag("grps_online", settings.grps_start_online),
         metrics=directory.metrics("grps_metrics"),
@@ -64,9 +50,8 @@ def _set_up(setup: BlueprintSetupState) -> None:
     )
 
 
-def grps_state() -> GrpsState:
-    grps: GrpsState = get_state().extras[STATE_KEY]
-    return grps
+def grps_state() -> dispatch.GrpsState:
+    return dispatch.grps_state(get_state())
 
 
 # --- health -----------------------------------------------------------------------------------
@@ -94,7 +79,7 @@ def live() -> ResponseReturnValue:
 
 @bp.route(f"{ROOT}/health/ready", methods=EITHER)
 def ready() -> ResponseReturnValue:
-    if grps_state().online.get() and get_state().service.ready:
+    if dispatch.is_ready(get_state()):
         return ok()
     return json_response(wire.error_body(503, "Service Unavailable"), 503)
 
@@ -128,16 +113,12 @@ def _predict() -> Response:
     else:
         message = wire.decode_message(codecs.loads(body))
     state = get_state()
-    model_id = message.model or request.args.get("model") or _default_model(state)
-    loaded = acquire_model(state, model_id)
+    model_id = message.model or request.args.get("model") or dispatch.default_model(state)
+    loaded = dispatch.acquire_model(state, model_id)
     if streaming:
         return _stream(state, loaded, message)  # releases when the stream ends
     try:
-        if message.is_tensors:
-            return _answer("outputs", _predict_tensors(state, loaded, message),
-                           return_ndarray)
-        predictions = state.service.predict_instances(loaded, message.instances(), {})
-        return _answer(*wire.encode_predictions(predictions), return_ndarray)
+        return _answer(*dispatch.predict(state, loaded, message), return_ndarray)
     finally:
         loaded.release()
 
@@ -157,14 +138,6 @@ def _query_flag(name: str) -> bool:
     return request.args.get(name, "").lower() == "true"
 
 
-def _predict_tensors(state: PredictState, loaded: LoadedVersion,
-                     message: wire.GrpsRequest) -> dict[str, Tensor]:
-    inputs = wire.bind_inputs(message.value, loaded.metadata.signature)
-    result = state.service.predict(loaded, InferenceRequest(model=loaded.name, inputs=inputs,
-                                                            version=str(loaded.version)))
-    return result.outputs
-
-
 def _answer(kind: str, value: Any, return_ndarray: bool) -> Response:
     if return_ndarray:
         if kind != "outputs":
@@ -172,13 +145,7 @@ def _answer(kind: str, value: Any, return_ndarray: bool) -> Response:
         return json_response({"status": wire.OK_STATUS, "ndarray": wire.encode_ndarray(value)})
     if kind == "bin_data":
         return Response(value, mimetype=BINARY_MIMETYPE)
-    return json_response(_message(kind, value))
-
-
-def _message(kind: str, value: Any) -> dict[str, Any]:
-    if kind == "outputs":
-        return wire.message("gtensors", wire.encode_gtensors(value))
-    return wire.message(kind, value)
+    return json_response(dispatch.answer(kind, value))
 
 
 def _stream(state: PredictState, loaded: LoadedVersion, message: wire.GrpsRequest) -> Response:
@@ -188,13 +155,8 @@ def _stream(state: PredictState, loaded: LoadedVersion, message: wire.GrpsReques
     once gets a proper error status; a later failure becomes a FAILURE message chunk. The
     version *loaded* is held until the last chunk is sent (or the client goes away).
     """
-    items: Iterator[tuple[str, Any]]
     try:
-        if message.is_tensors:
-            items = iter([("outputs", _predict_tensors(state, loaded, message))])
-        else:
-            items = (wire.encode_predictions(predictions) for predictions in
-                     state.service.predict_stream(loaded, message.instances(), {}))
+        items = dispatch.predict_stream(state, loaded, message)
         first = next(items, None)
     except BaseException:
         loaded.release()
@@ -220,103 +182,21 @@ def _chunk(kind: str, value: Any) -> bytes:
     if kind == "bin_data":
         data: bytes = value
         return data
-    return codecs.dumps(_message(kind, value)) + b"\n"
-
-
-# --- models -----------------------------------------------------------------------------------
-
-def split_model_id(model_id: str, names: list[str]) -> tuple[str, str | None] | None:
-    """A grps model id as (model name, version name or ``None`` for the default):
-    ``name``, ``name-<version>`` or ``name-<label>``; ``None`` when no model has the name."""
-    if model_id in names:
-        return model_id, None
-    name, dash, version = model_id.rpartition("-")
-    if dash and name in names and version:
-        return name, version
-    return None
-
-
-def acquire_model(state: PredictState, model_id: str) -> LoadedVersion:
-    """Hold the version a grps model id names (the caller releases it)."""
-    found = split_model_id(model_id, state.service.names())
-    if found is None:
-        raise ModelNotFound(f"Model {model_id} not found.")
-    return state.service.acquire(found[0], version_name=found[1])
-
-
-def _default_model(state: PredictState) -> str:
-    default = grps_state().default_model
-    if default:
-        return default
-    names = state.service.names()
-    if len(names) == 1:
-        return names[0]
-    raise InvalidInput(f"no model given: set \"model\" in the body or ?model= to one of "
-                       f"{names} (name or name-version), or configure "
-                       "PREDICT_GRPS_DEFAULT_MODEL")
+    return codecs.dumps(dispatch.answer(kind, value)) + b"\n"
 
 
 # --- metadata ---------------------------------------------------------------------------------
 
 @bp.route(f"{ROOT}/metadata/server", methods=EITHER)
 def server_metadata() -> ResponseReturnValue:
-    state = get_state()
-    try:
-        own_version = package_version("flask-predict")
-    except PackageNotFoundError:
-        own_version = "unknown"
-    text = wire.to_yaml({
-        "server": {"name": state.settings.server_name, "version": own_version,
-                   "protocols": list(state.settings.protocols),
-                   "default_model": grps_state().default_model},
-        "models": [describe_model(served) for served in state.service.models()],
-    })
-    return json_response(wire.message("str_data", text))
+    return json_response(wire.message("str_data", dispatch.server_metadata(get_state())))
 
 
 @bp.post(f"{ROOT}/metadata/model")
 def model_metadata() -> ResponseReturnValue:
     body = read_json()
     name = body.get("str_data") if isinstance(body, dict) else None
-    if not name or not isinstance(name, str):
-        raise InvalidInput("No model name.")
-    state = get_state()
-    try:
-        loaded = acquire_model(state, name)
-    except ModelNotFound:
-        raise ModelNotFound(f"Model not found: {name}")
-    try:
-        text = wire.to_yaml(describe_model(state.service.model(loaded.name), loaded))
-    finally:
-        loaded.release()
-    return json_response(wire.message("str_data", text))
-
-
-def describe_model(served: ServedModel, loaded: LoadedVersion | None = None) -> dict[str, Any]:
-    """What metadata shows of a model: versions, platform, inputs and outputs."""
-    description: dict[str, Any] = {"name": served.name,
-                                   "versions": sorted(served.versions)}
-    failed = {v: status.error for v, status in sorted(served.statuses.items()) if status.error}
-    if failed:  # versions that failed to load, with the cause (model lifecycle)
-        description["failed_versions"] = failed
-    if loaded is None and served.versions:
-        loaded = served.default()
-    if loaded is not None:
-        signature = loaded.metadata.signature
-        description.update({
-            "version": loaded.version,
-            "platform": loaded.metadata.platform,
-            "inputs": [_describe_tensor(spec.name, spec.datatype, spec.shape)
-                       for spec in signature.inputs],
-            "outputs": [_describe_tensor(spec.name, spec.datatype, spec.shape)
-                        for spec in signature.outputs],
-        })
-    return description
-
-
-def _describe_tensor(name: str, datatype: str, shape: tuple[int, ...] | None) -> dict[str, Any]:
-    return {"name": name, "dtype": wire.V2_TO_DTYPE.get(datatype, datatype),
-            "shape": list(shape) if shape is not None else None}
+    return json_response(wire.message("str_data", dispatch.model_metadata(get_state(), name)))
 
 
 # --- monitor ----------------------------------------------------------------------------------

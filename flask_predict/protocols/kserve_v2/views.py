@@ -8,8 +8,6 @@ as the spec says ("a 4xx status code indicates false").
 
 from __future__ import annotations
 
-from importlib.metadata import PackageNotFoundError, version as package_version
-
 from flask import Blueprint, Response, request
 from flask.typing import ResponseReturnValue
 
@@ -21,18 +19,7 @@ from . import binary, wire
 
 bp = Blueprint("predict_kserve_v2", __name__)
 
-EXTENSIONS = ("binary_tensor_data", "classification")
-"""Protocol extensions this server implements, as ``GET /v2`` lists them."""
-
 ALL_METHODS = ["GET", "POST", "PUT", "PATCH", "DELETE"]
-
-
-def server_version() -> str:
-    """The installed flask-predict version, as ``GET /v2`` reports it."""
-    try:
-        return package_version("flask-predict")
-    except PackageNotFoundError:  # running from a source tree that was never installed
-        return "0+unknown"
 
 
 def _json(payload: object, status: int = 200) -> Response:
@@ -47,7 +34,7 @@ def _probe(ok: bool) -> Response:
 @bp.get("/v2/")
 def server_metadata() -> ResponseReturnValue:
     name = get_state().settings.server_name
-    return _json(wire.server_metadata(name, server_version(), EXTENSIONS))
+    return _json(wire.server_metadata(name, wire.server_version(), wire.EXTENSIONS))
 
 
 @bp.get("/v2/health/live")
@@ -63,13 +50,7 @@ def ready() -> ResponseReturnValue:
 @bp.get("/v2/models/<model>/ready")
 @bp.get("/v2/models/<model>/versions/<version>/ready")
 def model_ready(model: str, version: str | None = None) -> ResponseReturnValue:
-    served = get_state().service.model(model)
-    if version is None:
-        return _probe(served.ready)
-    number = int(version) if version.isdigit() else None
-    if number is None or (number not in served.versions and number not in served.statuses):
-        raise ModelNotFound(f"model {model!r} has no version {version}")
-    return _probe(number in served.versions)
+    return _probe(wire.version_ready(get_state().service.model(model), version))
 
 
 @bp.get("/v2/models/<model>")

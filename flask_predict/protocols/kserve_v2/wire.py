@@ -13,12 +13,13 @@ from __future__ import annotations
 import base64
 import math
 from dataclasses import dataclass, field, replace
+from importlib.metadata import PackageNotFoundError, version as package_version
 from typing import Any, Mapping, Sequence
 
 import numpy as np
 
 from ... import codecs
-from ...errors import InvalidInput
+from ...errors import InvalidInput, ModelNotFound
 from ...served import LoadedVersion, ServedModel
 from ...types import InferenceRequest, InferenceResponse, Signature, Tensor, TensorSpec
 from .binary import array_to_binary, as_bytes, binary_to_array
@@ -26,6 +27,18 @@ from .classification import classify
 
 PLATFORMS = {"tensorflow": "tensorflow_savedmodel"}
 """Our platform names -> the V2 spec's ``<project>_<format>`` names where it defines one."""
+
+EXTENSIONS = ("binary_tensor_data", "classification")
+"""Protocol extensions this server implements, as ``GET /v2`` lists them."""
+
+
+def server_version() -> str:
+    """The installed flask-predict version, as server metadata reports it."""
+    try:
+        return package_version("flask-predict")
+    except PackageNotFoundError:  # running from a source tree that was never installed
+        return "0+unknown"
+
 
 @dataclass
 class OutputOptions:
@@ -68,6 +81,16 @@ def model_metadata(served: ServedModel, loaded: LoadedVersion) -> dict[str, Any]
             "platform": PLATFORMS.get(meta.platform, meta.platform),
             "inputs": [tensor_metadata(spec) for spec in signature.inputs],
             "outputs": [tensor_metadata(spec) for spec in signature.outputs]}
+
+
+def version_ready(served: ServedModel, version: str | None) -> bool:
+    """Model readiness: any version loaded, or that *version* (one never seen: 404)."""
+    if not version:
+        return served.ready
+    number = int(version) if version.isdigit() else None
+    if number is None or (number not in served.versions and number not in served.statuses):
+        raise ModelNotFound(f"model {served.name!r} has no version {version}")
+    return number in served.versions
 
 
 def tensor_metadata(spec: TensorSpec) -> dict[str, Any]:

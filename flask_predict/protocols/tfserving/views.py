@@ -7,20 +7,19 @@ method is TF Serving's 400 ``Malformed request``.
 
 from __future__ import annotations
 
-from collections.abc import Iterator
-from contextlib import contextmanager
+from contextlib import AbstractContextManager
 from typing import Any, Callable
 
 from flask import Blueprint, request
 from flask.typing import ResponseReturnValue
 
 from ... import codecs
-from ...errors import InvalidInput, ModelNotFound, ModelNotReady
+from ...errors import InvalidInput
 from ...served import LoadedVersion
 from ...state import get_state
 from ...types import InferenceRequest
 from .._http import json_error, json_response, parse_json, read_body, read_json
-from . import wire
+from . import lookup, wire
 
 bp = Blueprint("predict_tfserving", __name__)
 
@@ -41,21 +40,10 @@ def parse_version(version: str | None) -> int | None:
     return number
 
 
-@contextmanager
-def serving(model: str, version: str | None, label: str | None) -> Iterator[LoadedVersion]:
+def serving(model: str, version: str | None, label: str | None
+            ) -> AbstractContextManager[LoadedVersion]:
     """Hold the version a request names, with TF Serving's texts for what is not served."""
-    number = parse_version(version)
-    try:
-        loaded = get_state().service.acquire(model, number, label)
-    except (ModelNotFound, ModelNotReady) as exc:
-        if label is not None and isinstance(exc, ModelNotFound) and "label" in exc.message:
-            raise
-        wanted = f"Specific({model}, {number})" if number is not None else f"Latest({model})"
-        raise ModelNotFound(f"Servable not found for request: {wanted}") from exc
-    try:
-        yield loaded
-    finally:
-        loaded.release()
+    return lookup.serving(get_state().service, model, parse_version(version), label)
 
 
 def malformed() -> InvalidInput:
@@ -70,10 +58,7 @@ def model_status(model: str, version: str | None = None,
     if ":" in model:
         raise malformed()
     number = parse_version(version)
-    try:
-        served = get_state().service.model(model)
-    except ModelNotFound:
-        raise ModelNotFound(f"Could not find any versions of model {model}")
+    served = lookup.served_model(get_state().service, model)
     return json_response(wire.encode_status(served, number))
 
 

@@ -1,0 +1,129 @@
+"""grps's gRPC API: ``grps.protos.v1.GrpsService``.
+
+https://github.com/NetEase-Media/grps/blob/master/docs/2_Interface.md
+
+grps defines its HTTP JSON as protobuf's JSON form of ``GrpsMessage``, so a gRPC message is
+decoded by turning it into that JSON and handing it to the ``/grps/v1`` decoder, and an
+answer is the ``/grps/v1`` answer parsed back: both transports answer the same messages,
+errors included (a ``FAILURE`` status in the message, gRPC status ``OK``, as grps does). The
+online/offline switch is the one the HTTP routes and every worker share.
+"""
+
+from __future__ import annotations
+
+import time
+from typing import TYPE_CHECKING, Any, Iterator
+
+from google.protobuf import json_format
+
+from .. import codecs
+from ..errors import InvalidInput
+from ..protocols.grps import dispatch, wire
+from .handlers import as_error
+from .messages import grps
+
+if TYPE_CHECKING:  # Flask's side of the app state; only its type is needed here
+    from ..state import PredictState
+
+SERVICE = "grps.protos.v1.GrpsService"
+
+
+def to_request(message: Any) -> wire.GrpsRequest:
+    """A ``GrpsMessage`` as the ``/grps/v1`` decoder reads it (``bin_data`` as bytes)."""
+    kind = message.WhichOneof("data_oneof")
+    if kind == "bin_data" and message.bin_data:
+        return wire.GrpsRequest(message.model, "bin_data", message.bin_data)
+    if kind == "ndarray":
+        raise InvalidInput("ndarray is for HTTP JSON requests only: send gtensors")
+    body = json_format.MessageToDict(message, preserving_proto_field_name=True)
+    body.pop("status", None)
+    body.pop("bin_data", None)  # empty: "No legal field", as over HTTP
+    return wire.decode_message(body)
+
+
+def to_message(body: dict[str, Any]) -> Any:
+    """A ``/grps/v1`` JSON answer as a ``GrpsMessage`` (printed and parsed as JSON, so
+    values are exactly what HTTP clients read)."""
+    return json_format.ParseDict(codecs.loads(codecs.dumps(body)), grps.GrpsMessage())
+
+
+def _answer(kind: str, value: Any) -> Any:
+    if kind == "bin_data":
+        return grps.GrpsMessage(status=wire.OK_STATUS, bin_data=value)
+    return to_message(dispatch.answer(kind, value))
+
+
+def _failure(exc: Exception, method: str) -> Any:
+    error = as_error(exc, f"/{SERVICE}/{method}")
+    return to_message(wire.error_body(error.http_status, error.message))
+
+
+class GrpsServicer:
+    """Every rpc of ``GrpsService``; each answers a message, failures included."""
+
+    def __init__(self, state: PredictState) -> None:
+        self.state = state
+
+    def _ok(self) -> Any:
+        return grps.GrpsMessage(status=wire.OK_STATUS)
+
+    def Online(self, request: Any) -> Any:
+        dispatch.grps_state(self.state).online.set(True)
+        return self._ok()
+
+    def Offline(self, request: Any) -> Any:
+        dispatch.grps_state(self.state).online.set(False)
+        return self._ok()
+
+    def CheckLiveness(self, request: Any) -> Any:
+        return self._ok()
+
+    def CheckReadiness(self, request: Any) -> Any:
+        if dispatch.is_ready(self.state):
+            return self._ok()
+        return to_message(wire.error_body(503, "Service Unavailable"))
+
+    def ServerMetadata(self, request: Any) -> Any:
+        try:
+            return to_message(wire.message("str_data", dispatch.server_metadata(self.state)))
+        except Exception as exc:
+            return _failure(exc, "ServerMetadata")
+
+    def ModelMetadata(self, request: Any) -> Any:
+        try:
+            text = dispatch.model_metadata(self.state, request.str_data)
+            return to_message(wire.message("str_data", text))
+        except Exception as exc:
+            return _failure(exc, "ModelMetadata")
+
+    def Predict(self, request: Any) -> Any:
+        metrics = dispatch.grps_state(self.state).metrics
+        started = time.perf_counter()
+        try:
+            message = to_request(request)
+            loaded = dispatch.acquire_model(
+                self.state, message.model or dispatch.default_model(self.state))
+            try:
+                answer = _answer(*dispatch.predict(self.state, loaded, message))
+            finally:
+                loaded.release()
+        except Exception as exc:
+            metrics.record(time.perf_counter() - started, failed=True)
+            return _failure(exc, "Predict")
+        metrics.record(time.perf_counter() - started, failed=False)
+        return answer
+
+    def PredictStreaming(self, request: Any) -> Iterator[Any]:
+        """One message per item the model streams, the version held until the last; a
+        failure ends the stream with a ``FAILURE`` message."""
+        try:
+            message = to_request(request)
+            loaded = dispatch.acquire_model(
+                self.state, message.model or dispatch.default_model(self.state))
+            try:
+                for kind, value in dispatch.predict_stream(self.state, loaded, message):
+                    yield _answer(kind, value)
+            finally:
+                loaded.release()
+        except Exception as exc:
+            yield _failure(exc, "PredictStreaming")

@@ -1,0 +1,79 @@
+"""The Open Inference Protocol's gRPC API: ``inference.GRPCInferenceService``.
+
+https://github.com/kserve/kserve/blob/master/docs/predict-api/v2/required_api.md
+
+The request is checked and decoded by the same code as ``POST /v2/models/<m>/infer``
+(:mod:`flask_predict.protocols.kserve_v2.wire`): typed contents are its JSON ``data``,
+``raw_input_contents`` its binary tensor data. Answers carry typed contents, or
+``raw_output_contents`` when the request sent raw contents (as tritonclient always does) or
+an output has no typed field (FP16, BF16). Errors are ``google.rpc`` status codes as Triton
+and KServe map them: ``INVALID_ARGUMENT``, ``NOT_FOUND``, ``UNAVAILABLE``, ``INTERNAL``.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+from google.protobuf import json_format
+
+from ..protocols.kserve_v2 import wire
+from ..protocols.kserve_v2.classification import classify
+from . import tensors
+from .messages import v2
+
+if TYPE_CHECKING:  # Flask's side of the app state; only its type is needed here
+    from ..state import PredictState
+
+
+class InferenceServicer:
+    """Health, metadata and ``ModelInfer`` over this worker's models."""
+
+    def __init__(self, state: PredictState) -> None:
+        self.service = state.service
+        self.server_name = state.settings.server_name
+
+    def ServerLive(self, request: Any) -> Any:
+        return v2.ServerLiveResponse(live=True)
+
+    def ServerReady(self, request: Any) -> Any:
+        return v2.ServerReadyResponse(ready=self.service.ready)
+
+    def ModelReady(self, request: Any) -> Any:
+        served = self.service.model(request.name)
+        return v2.ModelReadyResponse(ready=wire.version_ready(served, request.version))
+
+    def ServerMetadata(self, request: Any) -> Any:
+        body = wire.server_metadata(self.server_name, wire.server_version(), wire.EXTENSIONS)
+        return json_format.ParseDict(body, v2.ServerMetadataResponse())
+
+    def ModelMetadata(self, request: Any) -> Any:
+        with self.service.use(request.name, request.version or None) as loaded:
+            body = wire.model_metadata(self.service.model(request.name), loaded)
+        return json_format.ParseDict(body, v2.ModelMetadataResponse())
+
+    def ModelInfer(self, request: Any) -> Any:
+        with self.service.use(request.model_name, request.model_version or None) as loaded:
+            inputs, binary = tensors.v2_request_inputs(request)
+            header = {"inputs": inputs, "outputs": tensors.v2_requested_outputs(request),
+                      "parameters": tensors.parameters(request.parameters)}
+            decoded = wire.decode_infer(header, binary, request.model_name,
+                                        str(loaded.version), loaded.metadata.signature)
+            result = self.service.predict(loaded, decoded.request)
+            labels = loaded.metadata.properties.get("classes")
+
+        response = v2.ModelInferResponse(model_name=result.model,
+                                         model_version=str(result.version), id=request.id)
+        outputs = {}
+        for name, array in result.outputs.items():
+            count = decoded.options.classification.get(name)
+            outputs[name] = np.asarray(array) if count is None else classify(
+                np.asarray(array), count, labels, name)
+        raw: list[bytes] | None = None
+        if request.raw_input_contents or tensors.needs_raw(list(outputs.values())):
+            raw = []
+        for name, array in outputs.items():
+            tensors.to_v2_output(array, response.outputs.add(name=name), raw)
+        if raw is not None:
+            response.raw_output_contents.extend(raw)
+        return response

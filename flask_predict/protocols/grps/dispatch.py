@@ -1,0 +1,170 @@
+"""What both grps front ends share (the ``/grps/v1`` routes and the gRPC ``GrpsService``):
+the server-wide state, how a message names its model, which service call answers it, and
+the metadata texts. No Flask here.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from importlib.metadata import PackageNotFoundError, version as package_version
+from typing import TYPE_CHECKING, Any, Iterator
+
+from ...errors import InvalidInput, ModelNotFound
+from ...served import LoadedVersion, ServedModel
+from ...shared_state import RequestMetrics, SharedFlag, StateDir
+from ...types import InferenceRequest, Tensor
+from . import wire
+
+if TYPE_CHECKING:  # the state module is Flask's side; only its type is needed here
+    from ...state import PredictState
+
+STATE_KEY = "grps"
+
+
+@dataclass
+class GrpsState:
+    """The grps objects of one app; the flag and metrics are shared by every worker."""
+
+    state_dir: StateDir
+    online: SharedFlag
+    metrics: RequestMetrics
+    default_model: str | None
+
+
+def grps_state(state: PredictState) -> GrpsState:
+    """The grps state the ``/grps/v1`` blueprint opened for this app."""
+    grps: GrpsState = state.extras[STATE_KEY]
+    return grps
+
+
+def is_ready(state: PredictState) -> bool:
+    """grps readiness: the server is online and every model is loaded."""
+    return grps_state(state).online.get() and state.service.ready
+
+
+# --- models -----------------------------------------------------------------------------------
+
+def split_model_id(model_id: str, names: list[str]) -> tuple[str, str | None] | None:
+    """A grps model id as (model name, version name or ``None`` for the default):
+    ``name``, ``name-<version>`` or ``name-<label>``; ``None`` when no model has the name."""
+    if model_id in names:
+        return model_id, None
+    name, dash, version = model_id.rpartition("-")
+    if dash and name in names and version:
+        return name, version
+    return None
+
+
+def acquire_model(state: PredictState, model_id: str) -> LoadedVersion:
+    """Hold the version a grps model id names (the caller releases it)."""
+    found = split_model_id(model_id, state.service.names())
+    if found is None:
+        raise ModelNotFound(f"Model {model_id} not found.")
+    return state.service.acquire(found[0], version_name=found[1])
+
+
+def default_model(state: PredictState) -> str:
+    """The model a message that names none is for."""
+    default = grps_state(state).default_model
+    if default:
+        return default
+    names = state.service.names()
+    if len(names) == 1:
+        return names[0]
+    raise InvalidInput(f"no model given: set \"model\" in the body or ?model= to one of "
+                       f"{names} (name or name-version), or configure "
+                       "PREDICT_GRPS_DEFAULT_MODEL")
+
+
+# --- predict ----------------------------------------------------------------------------------
+
+def predict(state: PredictState, loaded: LoadedVersion,
+            message: wire.GrpsRequest) -> tuple[str, Any]:
+    """The answer's payload (kind, value) from the held version *loaded*: model outputs
+    for tensors, else what the predictor's instances door returns
+    (see :func:`wire.encode_predictions`)."""
+    if message.is_tensors:
+        return "outputs", predict_tensors(state, loaded, message)
+    predictions = state.service.predict_instances(loaded, message.instances(), {})
+    return wire.encode_predictions(predictions)
+
+
+def predict_stream(state: PredictState, loaded: LoadedVersion,
+                   message: wire.GrpsRequest) -> Iterator[tuple[str, Any]]:
+    """One payload per message the model streams (a tensor model answers once)."""
+    if message.is_tensors:
+        return iter([("outputs", predict_tensors(state, loaded, message))])
+    return (wire.encode_predictions(predictions) for predictions in
+            state.service.predict_stream(loaded, message.instances(), {}))
+
+
+def predict_tensors(state: PredictState, loaded: LoadedVersion,
+                    message: wire.GrpsRequest) -> dict[str, Tensor]:
+    inputs = wire.bind_inputs(message.value, loaded.metadata.signature)
+    result = state.service.predict(loaded, InferenceRequest(model=loaded.name, inputs=inputs,
+                                                            version=str(loaded.version)))
+    return result.outputs
+
+
+def answer(kind: str, value: Any) -> dict[str, Any]:
+    """A successful answer holding one payload, as JSON (model outputs as ``gtensors``)."""
+    if kind == "outputs":
+        return wire.message("gtensors", wire.encode_gtensors(value))
+    return wire.message(kind, value)
+
+
+# --- metadata ---------------------------------------------------------------------------------
+
+def server_metadata(state: PredictState) -> str:
+    """The server's metadata as YAML text (``str_data``)."""
+    try:
+        own_version = package_version("flask-predict")
+    except PackageNotFoundError:
+        own_version = "unknown"
+    return wire.to_yaml({
+        "server": {"name": state.settings.server_name, "version": own_version,
+                   "protocols": list(state.settings.protocols),
+                   "default_model": grps_state(state).default_model},
+        "models": [describe_model(served) for served in state.service.models()],
+    })
+
+
+def model_metadata(state: PredictState, model_id: Any) -> str:
+    """Model *model_id*'s metadata as YAML text (``str_data``)."""
+    if not model_id or not isinstance(model_id, str):
+        raise InvalidInput("No model name.")
+    try:
+        loaded = acquire_model(state, model_id)
+    except ModelNotFound:
+        raise ModelNotFound(f"Model not found: {model_id}")
+    try:
+        return wire.to_yaml(describe_model(state.service.model(loaded.name), loaded))
+    finally:
+        loaded.release()
+
+
+def describe_model(served: ServedModel, loaded: LoadedVersion | None = None) -> dict[str, Any]:
+    """What metadata shows of a model: versions, platform, inputs and outputs."""
+    description: dict[str, Any] = {"name": served.name,
+                                   "versions": sorted(served.versions)}
+    failed = {v: status.error for v, status in sorted(served.statuses.items()) if status.error}
+    if failed:  # versions that failed to load, with the cause (model lifecycle)
+        description["failed_versions"] = failed
+    if loaded is None and served.versions:
+        loaded = served.default()
+    if loaded is not None:
+        signature = loaded.metadata.signature
+        description.update({
+            "version": loaded.version,
+            "platform": loaded.metadata.platform,
+            "inputs": [_describe_tensor(spec.name, spec.datatype, spec.shape)
+                       for spec in signature.inputs],
+            "outputs": [_describe_tensor(spec.name, spec.datatype, spec.shape)
+                        for spec in signature.outputs],
+        })
+    return description
+
+
+def _describe_tensor(name: str, datatype: str, shape: tuple[int, ...] | None) -> dict[str, Any]:
+    return {"name": name, "dtype": wire.V2_TO_DTYPE.get(datatype, datatype),
+            "shape": list(shape) if shape is not None else None}
