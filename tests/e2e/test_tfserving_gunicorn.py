@@ -13,7 +13,6 @@ from typing import Any
 import pytest
 
 from tests.e2e.server import GunicornServer, request
-from tests.tf_models import TFSERVING
 
 pytest.importorskip("flask_predict_tensorflow")
 
@@ -62,12 +61,13 @@ def loaded_tensorflow(pid: int) -> bool:
 
 
 @pytest.fixture(scope="module")
-def server(model_root: Path, tmp_path_factory: pytest.TempPathFactory) -> Any:
+def server(model_root: Path, tmp_path_factory: pytest.TempPathFactory,
+           tfserving_models: Path) -> Any:
     folder = tmp_path_factory.mktemp("tfserving_e2e")
     config = folder / "models.config"
     config.write_text(CONFIG.format(
-        half_plus_two=TFSERVING / "saved_model_half_plus_two_cpu",
-        half_plus_three=TFSERVING / "saved_model_half_plus_three"))
+        half_plus_two=tfserving_models / "saved_model_half_plus_two_cpu",
+        half_plus_three=tfserving_models / "saved_model_half_plus_three"))
     # TF Serving's status route is per worker: load before serving (a worker accepts
     # connections once its models are in), the mode for servers probed that way
     env = {"FLASK_PREDICT_MODEL_CONFIG_FILE": str(config),
