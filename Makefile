@@ -27,7 +27,7 @@ serve: demo
 	$(VENV)/bin/flask-predict serve --rest_api_port $(PORT) --model_config_file demo/models/models.json
 
 dist: install
-	rm -rf dist
+	rm -rf dist build $(addsuffix /build,$(PLUGINS))
 	$(PY) -m pip wheel --quiet --no-deps --wheel-dir dist . $(PLUGINS)
 
 system-deps:
