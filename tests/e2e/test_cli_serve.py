@@ -26,8 +26,9 @@ def flask_predict() -> str:
 def test_tf_serving_style_start(model_root: Path, tmp_path: Path) -> None:
     flags = ["--model_name", "iris", "--model_base_path", str(model_root / "iris"),
              "--file_system_poll_wait_seconds", "0", "--rest_api_port", "{port}"]
-    with CliServer(flask_predict(), flags, tmp_path, ready_path="/v1/models/iris",
-                   log_path=tmp_path / "log", env={"HOST": "127.0.0.1"}) as server:
+    # ready once every worker has loaded its models (V2's server-wide readiness)
+    with CliServer(flask_predict(), flags, tmp_path, log_path=tmp_path / "log",
+                   env={"HOST": "127.0.0.1"}) as server:
         status, _, body = request("GET", server.url + "/v1/models/iris")
         assert status == 200
         assert json.loads(body)["model_version_status"][0]["state"] == "AVAILABLE"
@@ -47,7 +48,7 @@ def test_config_file_start_runs_the_packaged_settings(
                    log_path=tmp_path / "log") as server:
         assert len(worker_pids(server, want=2)) == 2  # sync workers, models in each
         log = server.log_text()
-    assert "flask_predict: worker" in log and "loaded its models" in log
+    assert log.count("model 'iris': version 1 loaded") == 2  # in each worker, after the fork
 
 
 def test_a_configuration_mistake_stops_the_master(tmp_path: Path) -> None:

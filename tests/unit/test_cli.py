@@ -163,7 +163,7 @@ def test_check_custom_routine_with_its_options(capsys: pytest.CaptureFixture[str
                               "--option", "class=predictor.EchoPredictor")
     assert status == 0 and "plugin:     custom" in out and "loads:      yes" in out
     status, out, _ = run_main(capsys, "check", str(model_root / "echo"))
-    assert status == 1 and "loads:      no: no model file in" in out
+    assert status == 1 and "loads:      no: no installed plugin recognises the files" in out
 
 
 def test_check_failures(capsys: pytest.CaptureFixture[str], tmp_path: Path,
