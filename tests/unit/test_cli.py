@@ -147,7 +147,7 @@ def test_check_reports_plugin_loading_and_metadata(
     status, out, _ = run_main(capsys, "check", str(model_root / "iris"))
     assert status == 0
     assert f"{model_root / 'iris' / '1'}\n  plugin:     sklearn " \
-           "(flask_predict_sklearn:SklearnPredictor)\n  loads:      yes" in out
+           "(flask_predict_sklearn.predictor:SklearnPredictor)\n  loads:      yes" in out
     assert "input   inputs: FP64 [-1, 4]" in out and "output  predict: INT64 [-1]" in out
     status, out, _ = run_main(capsys, "check", str(model_root / "xgb" / "1"), "--json")
     (found,) = json.loads(out)

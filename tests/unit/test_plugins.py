@@ -32,7 +32,7 @@ def fake_entry_points(*points: tuple[str, str]) -> Any:
 def test_installed_plugins_are_found() -> None:
     assert {"sklearn", "xgboost", "custom"} <= set(plugins.installed_names())
     cls = plugins.load_predictor_class("sklearn")
-    assert issubclass(cls, Predictor) and cls.__module__ == "flask_predict_sklearn"
+    assert issubclass(cls, Predictor) and cls.__module__ == "flask_predict_sklearn.predictor"
 
 
 def test_third_party_entry_point(monkeypatch: pytest.MonkeyPatch) -> None:
