@@ -23,14 +23,15 @@ pytestmark = pytest.mark.e2e
 
 DISTRIBUTIONS = {
     ".": ("flask_predict", None),
-    "plugins/sklearn": ("flask_predict_sklearn",
-                        "sklearn = flask_predict_sklearn:SklearnPredictor"),
-    "plugins/xgboost": ("flask_predict_xgboost",
-                        "xgboost = flask_predict_xgboost:XGBoostPredictor"),
+    "plugins/sklearn": ("flask_predict_sklearn", "sklearn = flask_predict_sklearn.predictor:"
+                                                 "SklearnPredictor"),
+    "plugins/xgboost": ("flask_predict_xgboost", "xgboost = flask_predict_xgboost.predictor:"
+                                                 "XGBoostPredictor"),
     "plugins/custom": ("flask_predict_custom", "custom = flask_predict_custom:CustomPredictor"),
-    "plugins/tensorflow": ("flask_predict_tensorflow",
-                           "tensorflow = flask_predict_tensorflow:TensorFlowPredictor"),
+    "plugins/tensorflow": ("flask_predict_tensorflow", "tensorflow = flask_predict_tensorflow."
+                                                       "predictor:TensorFlowPredictor"),
 }
+"""Folder -> (package, its ``flask_predict.predictors`` entry point)."""
 LOCAL_ONLY = (".git", ".venv*", ".*_cache", "build", "dist", "*.egg-info", "__pycache__", "models",
               "results")
 """What a clean clone lacks; the wheels are built from a copy without it (a build also leaves
@@ -84,6 +85,8 @@ def test_one_wheel_per_distribution(dist: Path) -> None:
             assert "[console_scripts]\nflask-predict = flask_predict.cli:main" in points
             assert {"flask_predict/wsgi.py", "flask_predict/gunicorn_config.py"} <= set(names)
         else:
+            plugin = entry_point.split(" ")[0]
+            assert f"[flask_predict.manifests]\n{plugin} = {module}.manifest:MANIFEST" in points
             assert f"[flask_predict.predictors]\n{entry_point}" in points
 
 
