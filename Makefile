@@ -1,29 +1,34 @@
 # The two commands of the README's quick start:
-#   make serve   install, build the demo models, serve them with gunicorn on $PORT (8080)
+#   make serve   install, build the demo models, serve them with `flask-predict serve` on $PORT (8080)
 #   make test    install, run the whole test suite
+# and `make dist`: one wheel per distribution (flask-predict and each bundled plugin) in dist/.
 PYTHON ?= python3
 VENV ?= .venv
 PY := $(VENV)/bin/python
 PORT ?= 8080
 PLUGINS := plugins/sklearn plugins/xgboost plugins/custom plugins/tensorflow
+PROJECTS := pyproject.toml $(addsuffix /pyproject.toml,$(PLUGINS))
 INSTALLED := $(VENV)/.installed
 
-.PHONY: install system-deps serve test typecheck demo bench protos clean
+.PHONY: install system-deps serve test typecheck demo dist bench protos clean
 
 install: $(INSTALLED)
 
-$(INSTALLED): setup.py $(addsuffix /setup.py,$(PLUGINS)) requirements-test.txt
+$(INSTALLED): $(PROJECTS) requirements-test.txt
 	$(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install --quiet --upgrade pip
-	$(PY) -m pip install --quiet -e ".[server,grpc]" $(addprefix -e ,$(PLUGINS)) -r requirements-test.txt
+	$(PY) -m pip install --quiet -e ".[grpc]" $(addprefix -e ,$(PLUGINS)) -r requirements-test.txt
 	touch $@
 
 demo: install
-	$(PY) demo/make_models.py demo/models
+	$(VENV)/bin/flask-predict demo demo/models
 
 serve: demo
-	PORT=$(PORT) FLASK_PREDICT_MODEL_CONFIG_FILE=demo/models/models.json \
-		$(VENV)/bin/gunicorn -c gunicorn.conf.py wsgi:app
+	$(VENV)/bin/flask-predict serve --rest_api_port $(PORT) --model_config_file demo/models/models.json
+
+dist: install
+	rm -rf dist build $(addsuffix /build,$(PLUGINS))
+	$(PY) -m pip wheel --quiet --no-deps --wheel-dir dist . $(PLUGINS)
 
 system-deps:
 	.ci/install-system-deps
@@ -42,4 +47,4 @@ protos: install
 	$(PY) -m flask_predict.grpc.compile_protos
 
 clean:
-	rm -rf $(VENV) demo/models
+	rm -rf $(VENV) demo/models dist build

@@ -1,30 +1,3 @@
-"""Deployment entry point: ``gunicorn wsgi:app`` (settings in ``gunicorn.conf.py``).
+"""``gunicorn wsgi:app`` from this folder; the app lives in :mod:`flask_predict.wsgi`."""
 
-Settings come from the environment: ``FLASK_PREDICT_*`` variables become ``PREDICT_*``
-config keys (values are JSON-decoded), and TF Serving's ``MODEL_NAME``/``MODEL_BASE_PATH``
-work as they do in its container.
-"""
-
-from __future__ import annotations
-
-import os
-
-from flask import Flask
-
-from flask_predict import FlaskPredict
-from flask_predict.config import config_from_environ
-
-predict = FlaskPredict()
-
-
-def create_app() -> Flask:
-    app = Flask(__name__)
-    # the server answers liveness while its models load; readiness once they are in
-    app.config["PREDICT_LOAD_IN_BACKGROUND"] = True
-    app.config.update(config_from_environ(os.environ))
-    app.config.from_prefixed_env()  # FLASK_PREDICT_MODELS='{...}' -> PREDICT_MODELS
-    predict.init_app(app)  # runs inside each worker: loads that worker's models
-    return app
-
-
-app = create_app()
+from flask_predict.wsgi import app, create_app  # noqa: F401

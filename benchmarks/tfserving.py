@@ -1,6 +1,6 @@
 """Issue 3's speed benchmark: TF Serving-format predict on TensorFlow, scikit-learn, XGBoost.
 
-Serves TF Serving's ``half_plus_two`` (from the shared test data) and the 20-feature
+Serves TF Serving's ``half_plus_two`` (exported as the tests export it) and the 20-feature
 LogisticRegression ``lr`` and 100-tree XGBoost Booster ``xgb`` that ``run.py`` trains, with
 ``gunicorn -c gunicorn.conf.py wsgi:app`` (2 sync workers), and sends
 ``{"instances": [...]}`` bodies of 1 and 10,000 rows at 16 connections to:
@@ -22,6 +22,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import subprocess
 import sys
 import tempfile
 import time
@@ -38,7 +39,6 @@ import run  # noqa: E402
 from harness import Scenario, Server  # noqa: E402
 
 ROOT = HERE.parent
-HALF_PLUS_TWO = ROOT.parent / "shared" / "testdata" / "tfserving" / "saved_model_half_plus_two_cpu"
 ROW_COUNTS = (1, 10_000)
 MODELS = ("half_plus_two", "lr", "xgb")
 
@@ -62,9 +62,19 @@ def scenarios(work: Path) -> list[Scenario]:
     return found
 
 
+def export_half_plus_two(base: Path) -> Path:
+    """TF Serving's half_plus_two test model, exported as the tests export it (in a child
+    process, so TensorFlow stays out of the load generator)."""
+    code = ("import sys; from pathlib import Path; from tests.tf_models import "
+            "export_half_plus_two_tf1 as export; export(Path(sys.argv[1]), Path(sys.argv[2]))")
+    subprocess.run([sys.executable, "-c", code, str(base), str(base.parent / "assets")],
+                   cwd=ROOT, check=True)
+    return base
+
+
 def servers(models: Path) -> list[Server]:
     config = {"lr": {"base_path": str(models / "lr")}, "xgb": {"base_path": str(models / "xgb")},
-              "half_plus_two": {"base_path": str(HALF_PLUS_TWO)}}
+              "half_plus_two": {"base_path": str(models / "half_plus_two")}}
     env = {"PORT": "{port}", "HOST": "127.0.0.1", "WEB_CONCURRENCY": "2",
            "FLASK_PREDICT_MODELS": json.dumps(config)}
     command = [sys.executable, "-m", "gunicorn", "-c", "gunicorn.conf.py", "wsgi:app"]
@@ -115,6 +125,7 @@ def main() -> None:
     with tempfile.TemporaryDirectory(prefix="flask-predict-tfserving-bench-") as tmp:
         work = Path(tmp)
         run.train_models(work / "models")
+        export_half_plus_two(work / "models" / "half_plus_two")
         results = harness.run_rounds(servers(work / "models"), scenarios(work), args.rounds,
                                      args.seconds, log_dir=work)
     text = report(results, args.rounds, args.seconds)

@@ -77,6 +77,10 @@ class FlaskPredict:
             state.watcher.start()
         if settings.manage_process and not background:
             runtime.settle_process(settings.threads)
+        if "predict" not in app.cli.commands:  # `flask predict ...`; an app's own name wins
+            from .cli.group import predict_group
+
+            app.cli.add_command(predict_group)
 
 
 def close_app(app: Flask) -> None:

@@ -1,4 +1,5 @@
-"""The server side of a deployment: what ``gunicorn.conf.py``'s hooks delegate to.
+"""The server side of a deployment: what the gunicorn settings' hooks
+(:mod:`flask_predict.gunicorn_config`) delegate to.
 
 In the master: the configuration check, shared folders, each worker's index. In each
 worker: process-wide setup (thread pools, GPU, ``gc.freeze``; see :mod:`.runtime`), logs,

@@ -11,9 +11,7 @@ from flask.testing import FlaskClient
 
 from flask_predict import FlaskPredict
 from tests import models
-
-SHARED = Path(__file__).resolve().parents[2] / "shared"
-TESTDATA = SHARED / "testdata"
+from tests.tf_models import tfserving_models  # noqa: F401  (a session fixture)
 
 
 @pytest.fixture(scope="session")

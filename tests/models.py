@@ -10,7 +10,7 @@ import os
 import textwrap
 from pathlib import Path
 
-from demo.make_models import train_iris, train_xgboost_missing
+from flask_predict.demo import train_iris, train_xgboost_missing
 
 __all__ = ["train_iris", "train_xgboost_missing", "make_custom", "model_config"]
 

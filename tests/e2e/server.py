@@ -10,6 +10,7 @@ import socket
 import subprocess
 import sys
 import time
+from concurrent.futures import ThreadPoolExecutor
 import urllib.error
 import urllib.request
 from pathlib import Path
@@ -61,11 +62,16 @@ class GunicornServer:
     def __exit__(self, *exc: object) -> None:
         self.stop()
 
+    def command(self) -> list[str]:
+        """The server's command line (run in :attr:`cwd`)."""
+        return [sys.executable, "-m", "gunicorn", "-c", str(ROOT / "gunicorn.conf.py"),
+                "--bind", f"127.0.0.1:{self.port}", "--workers", str(self.workers), "wsgi:app"]
+
+    cwd: Path = ROOT
+
     def start(self) -> None:
-        command = [sys.executable, "-m", "gunicorn", "-c", str(ROOT / "gunicorn.conf.py"),
-                   "--bind", f"127.0.0.1:{self.port}", "--workers", str(self.workers), "wsgi:app"]
         self._log = open(self.log_path, "wb") if self.log_path else subprocess.DEVNULL
-        self.process = subprocess.Popen(command, cwd=ROOT, env=self.env,
+        self.process = subprocess.Popen(self.command(), cwd=self.cwd, env=self.env,
                                         stdout=self._log, stderr=subprocess.STDOUT)
         self.wait_ready()
 
@@ -106,6 +112,39 @@ class GunicornServer:
                 self.process.wait()
         if self._log not in (None, subprocess.DEVNULL):
             self._log.close()
+
+
+class CliServer(GunicornServer):
+    """``SCRIPT serve FLAGS --workers N`` (SCRIPT: a ``flask-predict`` command) run in *cwd*;
+    ``{port}`` in a flag is the free port the helper chose."""
+
+    def __init__(self, script: str, flags: list[str], cwd: Path, **kwargs: Any) -> None:
+        super().__init__(**kwargs)
+        self.script = script
+        self.flags = flags
+        self.cwd = cwd
+
+    def command(self) -> list[str]:
+        flags = [flag.format(port=self.port) for flag in self.flags]
+        return [self.script, "serve", *flags, "--workers", str(self.workers)]
+
+
+def worker_pids(server: GunicornServer, want: int, timeout: float = 60,
+                path: str = "/v1/projects/demo/models/echo:predict") -> set[int]:
+    """The pids of the workers that answer concurrent requests, until *want* have answered.
+
+    *path* is a predict route of the tests' custom ``echo`` model (which answers its pid
+    when asked ``whoami``)."""
+    pids: set[int] = set()
+    deadline = time.monotonic() + timeout
+    with ThreadPoolExecutor(8) as pool:
+        while len(pids) < want and time.monotonic() < deadline:
+            answers = pool.map(lambda _: request(
+                "POST", server.url + path, body={"instances": [1], "whoami": True}), range(32))
+            for status, _, body in answers:
+                assert status == 200, body
+                pids.update(json.loads(body)["predictions"])
+    return pids
 
 
 def request(method: str, url: str, body: Any = None, data: bytes | None = None,

@@ -7,14 +7,12 @@ import json
 import os
 import subprocess
 import sys
-import time
-from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
 import pytest
 
-from tests.e2e.server import ROOT, GunicornServer, request
+from tests.e2e.server import ROOT, GunicornServer, request, worker_pids
 
 pytestmark = pytest.mark.e2e
 
@@ -24,20 +22,6 @@ PREDICT = "/v1/projects/demo/models/{}:predict"
 def post(server: GunicornServer, model: str, body: Any) -> tuple[int, Any]:
     status, _, data = request("POST", server.url + PREDICT.format(model), body=body)
     return status, json.loads(data)
-
-
-def worker_pids(server: GunicornServer, want: int, timeout: float = 60) -> set[int]:
-    """The pids of the workers that answer concurrent requests, until *want* have answered."""
-    pids: set[int] = set()
-    deadline = time.monotonic() + timeout
-    with ThreadPoolExecutor(8) as pool:
-        while len(pids) < want and time.monotonic() < deadline:
-            answers = pool.map(lambda _: post(server, "echo", {"instances": [1], "whoami": True}),
-                               range(32))
-            for status, body in answers:
-                assert status == 200
-                pids.update(body["predictions"])
-    return pids
 
 
 def test_two_workers_serve_every_model(model_config: dict[str, Any], tmp_path: Path) -> None:

@@ -5,15 +5,13 @@ from a TF Serving text-format model config file, beside a custom predictor from
 from __future__ import annotations
 
 import json
-import time
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
 import pytest
 
-from tests.e2e.server import GunicornServer, request
-from tests.tf_models import TFSERVING
+from tests.e2e.server import GunicornServer, request, worker_pids
 
 pytest.importorskip("flask_predict_tensorflow")
 
@@ -42,17 +40,8 @@ def call(server: GunicornServer, method: str, path: str, body: Any = None,
     return status, json.loads(answer)
 
 
-def worker_pids(server: GunicornServer, want: int, timeout: float = 60) -> set[int]:
-    pids: set[int] = set()
-    deadline = time.monotonic() + timeout
-    with ThreadPoolExecutor(8) as pool:
-        while len(pids) < want and time.monotonic() < deadline:
-            for status, body in pool.map(lambda _: call(
-                    server, "POST", "/v1/models/echo:predict",
-                    {"instances": [1], "whoami": True}), range(32)):
-                assert status == 200
-                pids.update(body["predictions"])
-    return pids
+def tf_worker_pids(server: GunicornServer, want: int) -> set[int]:
+    return worker_pids(server, want, path="/v1/models/echo:predict")
 
 
 def loaded_tensorflow(pid: int) -> bool:
@@ -62,12 +51,13 @@ def loaded_tensorflow(pid: int) -> bool:
 
 
 @pytest.fixture(scope="module")
-def server(model_root: Path, tmp_path_factory: pytest.TempPathFactory) -> Any:
+def server(model_root: Path, tmp_path_factory: pytest.TempPathFactory,
+           tfserving_models: Path) -> Any:
     folder = tmp_path_factory.mktemp("tfserving_e2e")
     config = folder / "models.config"
     config.write_text(CONFIG.format(
-        half_plus_two=TFSERVING / "saved_model_half_plus_two_cpu",
-        half_plus_three=TFSERVING / "saved_model_half_plus_three"))
+        half_plus_two=tfserving_models / "saved_model_half_plus_two_cpu",
+        half_plus_three=tfserving_models / "saved_model_half_plus_three"))
     # TF Serving's status route is per worker: load before serving (a worker accepts
     # connections once its models are in), the mode for servers probed that way
     env = {"FLASK_PREDICT_MODEL_CONFIG_FILE": str(config),
@@ -82,7 +72,7 @@ def server(model_root: Path, tmp_path_factory: pytest.TempPathFactory) -> Any:
 
 
 def test_both_workers_serve_tensorflow(server: GunicornServer) -> None:
-    pids = worker_pids(server, want=2)
+    pids = tf_worker_pids(server, want=2)
     assert len(pids) == 2, "both workers answered"
     with ThreadPoolExecutor(8) as pool:
         answers = list(pool.map(lambda _: call(server, "POST", "/v1/models/half_plus_two:predict",
@@ -113,7 +103,7 @@ def test_routes_under_gunicorn(server: GunicornServer) -> None:
 
 
 def test_bad_input_leaves_workers_alive(server: GunicornServer) -> None:
-    pids = worker_pids(server, want=2)
+    pids = tf_worker_pids(server, want=2)
     for _ in range(6):
         assert call(server, "POST", "/v1/models/half_plus_two:predict",
                     data=b'{"instances": [1.0')[0] == 400
@@ -124,5 +114,5 @@ def test_bad_input_leaves_workers_alive(server: GunicornServer) -> None:
         assert call(server, "POST", "/v1/models/echo:predict",
                     {"instances": [1], "fail": True})[0] == 500
     assert call(server, "GET", "/v1/models/nope")[0] == 404
-    assert worker_pids(server, want=2) == pids, "no worker died"
+    assert tf_worker_pids(server, want=2) == pids, "no worker died"
 

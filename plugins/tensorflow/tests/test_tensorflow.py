@@ -15,24 +15,26 @@ from flask_predict.plugins import load_predictor_class  # noqa: E402
 from flask_predict_tensorflow import TensorFlowPredictor, datatype  # noqa: E402
 from flask_predict_tensorflow.devices import configure_devices  # noqa: E402
 from flask_predict_tensorflow.examples import serialize_examples, to_example  # noqa: E402
-from tests.tf_models import TAG, TFSERVING, export_multi  # noqa: E402
+from tests.tf_models import TAG, export_multi  # noqa: E402
 
 pytestmark = pytest.mark.tensorflow
 
 
-def version_dir(name: str) -> str:
-    (folder,) = [p for p in (TFSERVING / name).iterdir() if p.name.isdigit()]
+def version_dir(tfserving: Path, name: str) -> str:
+    (folder,) = [p for p in (tfserving / name).iterdir() if p.name.isdigit()]
     return os.fspath(folder)
 
 
 @pytest.fixture(scope="module")
-def half_plus_two() -> TensorFlowPredictor:
-    return TensorFlowPredictor.from_path(version_dir("saved_model_half_plus_two_cpu"))
+def half_plus_two(tfserving_models: Path) -> TensorFlowPredictor:
+    return TensorFlowPredictor.from_path(version_dir(tfserving_models,
+                                                     "saved_model_half_plus_two_cpu"))
 
 
 @pytest.fixture(scope="module")
-def half_plus_three() -> TensorFlowPredictor:
-    return TensorFlowPredictor.from_path(version_dir("saved_model_half_plus_three"))
+def half_plus_three(tfserving_models: Path) -> TensorFlowPredictor:
+    return TensorFlowPredictor.from_path(version_dir(tfserving_models,
+                                                     "saved_model_half_plus_three"))
 
 
 @pytest.fixture(scope="module")
@@ -68,14 +70,15 @@ def test_old_export_only_the_v1_loader_reads(half_plus_three: TensorFlowPredicto
     assert half_plus_three.regress(examples, "tensorflow/serving/regress").tolist() == [3.5, 4.0]
 
 
-def test_native_tf2_export() -> None:
-    predictor = TensorFlowPredictor.from_path(version_dir("saved_model_half_plus_two_tf2_cpu"))
+def test_native_tf2_export(tfserving_models: Path) -> None:
+    predictor = TensorFlowPredictor.from_path(
+        version_dir(tfserving_models, "saved_model_half_plus_two_tf2_cpu"))
     assert predictor.predict_tensors({"x": floats(1, 2, 5)})["y"].tolist() == [2.5, 3.0, 4.5]
     assert predictor.classify([{"x": floats(2.0)}], "classify_x_to_y").scores.tolist() == [[3.0]]
 
 
-def test_counter_ref_typed_outputs() -> None:
-    counter = TensorFlowPredictor.from_path(version_dir("saved_model_counter"))
+def test_counter_ref_typed_outputs(tfserving_models: Path) -> None:
+    counter = TensorFlowPredictor.from_path(version_dir(tfserving_models, "saved_model_counter"))
     assert set(counter.metadata().signatures) == {"get_counter", "incr_counter",
                                                   "incr_counter_by", "reset_counter"}
     delta = np.float32(2.0) * np.ones(())
@@ -130,12 +133,12 @@ def test_errors_are_client_errors(multi: TensorFlowPredictor,
         multi.classify([{"x": floats(1.0)}], "scale")
 
 
-def test_unknown_option_and_missing_tags(tmp_path: Path) -> None:
+def test_unknown_option_and_missing_tags(tfserving_models: Path) -> None:
+    folder = version_dir(tfserving_models, "saved_model_half_plus_two_cpu")
     with pytest.raises(TypeError, match="unknown TensorFlow option"):
-        TensorFlowPredictor.from_path(version_dir("saved_model_half_plus_two_cpu"), colour=1)
+        TensorFlowPredictor.from_path(folder, colour=1)
     with pytest.raises(FileNotFoundError, match="no MetaGraph tagged"):
-        TensorFlowPredictor.from_path(version_dir("saved_model_half_plus_two_cpu"),
-                                      tags=["gpu"])
+        TensorFlowPredictor.from_path(folder, tags=["gpu"])
 
 
 def test_examples_build_tf_example_protos() -> None:

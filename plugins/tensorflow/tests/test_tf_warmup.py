@@ -21,8 +21,6 @@ from flask_predict_tensorflow.warmup import WARMUP_FILE, read_warmup_requests  #
 
 pytestmark = pytest.mark.tensorflow
 
-HALF_PLUS_TWO = (Path(__file__).resolve().parents[4] / "shared" / "testdata" / "tfserving"
-                 / "saved_model_half_plus_two_cpu" / "00000123")
 
 
 def example(x: float) -> tf.train.Example:
@@ -67,9 +65,15 @@ def other_logs() -> list[bytes]:
     ]
 
 
-def version_with_warmup(base: Path, version: int, records: list[bytes]) -> Path:
+@pytest.fixture()
+def half_plus_two(tfserving_models: Path) -> Path:
+    """The version folder of TF Serving's half_plus_two test model."""
+    return tfserving_models / "saved_model_half_plus_two_cpu" / "00000123"
+
+
+def version_with_warmup(source: Path, base: Path, version: int, records: list[bytes]) -> Path:
     folder = base / str(version)
-    shutil.copytree(HALF_PLUS_TWO, folder)
+    shutil.copytree(source, folder)
     (folder / "assets.extra").mkdir()
     with tf.io.TFRecordWriter(str(folder / WARMUP_FILE)) as writer:
         for record in records:
@@ -77,9 +81,9 @@ def version_with_warmup(base: Path, version: int, records: list[bytes]) -> Path:
     return folder
 
 
-def test_reads_every_log_kind(tmp_path: Path) -> None:
+def test_reads_every_log_kind(tmp_path: Path, half_plus_two: Path) -> None:
     x = np.asarray([[1.0], [2.0]], dtype=np.float32)
-    folder = version_with_warmup(tmp_path, 1, [predict_log({"x": x}), *other_logs()])
+    folder = version_with_warmup(half_plus_two, tmp_path, 1, [predict_log({"x": x}), *other_logs()])
     requests = read_warmup_requests(str(folder))
     assert len(requests) == 5
     predict = requests[0]
@@ -111,16 +115,17 @@ def test_no_file_and_bad_files(tmp_path: Path) -> None:
         read_warmup_requests(str(tmp_path))
 
 
-def test_warmup_replayed_before_the_version_is_served(tmp_path: Path) -> None:
+def test_warmup_replayed_before_the_version_is_served(tmp_path: Path,
+                                                     half_plus_two: Path) -> None:
     x = np.asarray([[1.0]], dtype=np.float32)
-    version_with_warmup(tmp_path, 1, [predict_log({"x": x}), *other_logs()])
+    version_with_warmup(half_plus_two, tmp_path, 1, [predict_log({"x": x}), *other_logs()])
     spec = ModelSpec(name="half_plus_two", base_path=str(tmp_path))
     repository = ModelRepository.load([spec], load_predictor_class)
     loaded = repository.get("half_plus_two")
     assert loaded.predictor.predict_tensors({"x": x})["y"].tolist() == [[2.5]]
     assert warm_up(loaded.predictor, loaded.path) == 5  # every record replays on the loaded model
     # a warm-up request the model refuses makes the version fail; version 1 stays
-    version_with_warmup(tmp_path, 2, [predict_log({"nope": x})])
+    version_with_warmup(half_plus_two, tmp_path, 2, [predict_log({"nope": x})])
     repository.sync([spec])
     assert repository.get("half_plus_two").version == 1
     error = repository.model("half_plus_two").statuses[2].error

@@ -15,7 +15,7 @@ from flask_predict import codecs
 from flask_predict.errors import ConfigError, InvalidInput
 from flask_predict.protocols.grps import wire
 from flask_predict.types import Signature, TensorSpec
-from tests.conftest import TESTDATA, AppFactory
+from tests.conftest import AppFactory
 from tests.protocols.grps.models import make_grps_models
 from tests.protocols.compare import assert_json_close
 
@@ -113,9 +113,10 @@ def test_flat_float32_prints_the_shortest_float32() -> None:
 
 
 @pytest.mark.tensorflow
-def test_tensorflow_over_gtensors_and_ndarray(make_app: AppFactory, tmp_path: Path) -> None:
+def test_tensorflow_over_gtensors_and_ndarray(make_app: AppFactory, tmp_path: Path,
+                                             tfserving_models: Path) -> None:
     pytest.importorskip("flask_predict_tensorflow")
-    base = TESTDATA / "tfserving" / "saved_model_half_plus_two_cpu"
+    base = tfserving_models / "saved_model_half_plus_two_cpu"
     app = make_app({"half": {"base_path": str(base), "predictor": "tensorflow"}},
                    state_dir=str(tmp_path))
     client = app.test_client()

@@ -3,23 +3,22 @@
 from __future__ import annotations
 
 import json
+from pathlib import Path
 from typing import Any
 
 import numpy as np
 import pytest
 from flask.testing import FlaskClient
 
-from tests.conftest import TESTDATA
-
 pytestmark = pytest.mark.tensorflow
 
-HALF_PLUS_TWO = TESTDATA / "tfserving" / "saved_model_half_plus_two_cpu"
 HEADER = "Inference-Header-Content-Length"
 
 
 @pytest.fixture(scope="module")
-def tf_client(make_app: Any) -> FlaskClient:
-    app = make_app({"half": {"base_path": str(HALF_PLUS_TWO), "predictor": "tensorflow"}},
+def tf_client(make_app: Any, tfserving_models: Path) -> FlaskClient:
+    half_plus_two = tfserving_models / "saved_model_half_plus_two_cpu"
+    app = make_app({"half": {"base_path": str(half_plus_two), "predictor": "tensorflow"}},
                    protocols=["kserve_v2"])
     return app.test_client()
 

@@ -11,29 +11,31 @@ import pytest
 from flask import Flask
 from flask.testing import FlaskClient
 
-from tests.tf_models import TFSERVING, copy_version, export_multi
+from tests.tf_models import copy_version, export_multi
 
 pytest.importorskip("flask_predict_tensorflow")
 
 
 @pytest.fixture(scope="session")
-def tf_root(tmp_path_factory: pytest.TempPathFactory) -> Path:
+def tf_root(tmp_path_factory: pytest.TempPathFactory, tfserving_models: Path) -> Path:
     root = tmp_path_factory.mktemp("tf_models")
     export_multi(root / "multi")
-    copy_version("saved_model_half_plus_two_cpu", root / "versioned", 1)
-    copy_version("saved_model_half_plus_three", root / "versioned", 2)
+    copy_version(tfserving_models, "saved_model_half_plus_two_cpu", root / "versioned", 1)
+    copy_version(tfserving_models, "saved_model_half_plus_three", root / "versioned", 2)
     return root
 
 
 @pytest.fixture(scope="session")
-def tf_models(tf_root: Path, model_config: dict[str, Any]) -> dict[str, Any]:
+def tf_models(tf_root: Path, tfserving_models: Path,
+              model_config: dict[str, Any]) -> dict[str, Any]:
     """``PREDICT_MODELS`` of the TF Serving test app."""
+    tfserving = tfserving_models
     return {
         **model_config,
-        "half_plus_two": {"base_path": os.fspath(TFSERVING / "saved_model_half_plus_two_cpu")},
-        "half_plus_three": {"base_path": os.fspath(TFSERVING / "saved_model_half_plus_three")},
-        "tf2": {"base_path": os.fspath(TFSERVING / "saved_model_half_plus_two_tf2_cpu")},
-        "counter": {"base_path": os.fspath(TFSERVING / "saved_model_counter")},
+        "half_plus_two": {"base_path": os.fspath(tfserving / "saved_model_half_plus_two_cpu")},
+        "half_plus_three": {"base_path": os.fspath(tfserving / "saved_model_half_plus_three")},
+        "tf2": {"base_path": os.fspath(tfserving / "saved_model_half_plus_two_tf2_cpu")},
+        "counter": {"base_path": os.fspath(tfserving / "saved_model_counter")},
         "multi": {"base_path": os.fspath(tf_root / "multi")},
         "versioned": {"base_path": os.fspath(tf_root / "versioned"),
                       "version_policy": {"all": {}},

@@ -15,10 +15,11 @@ from flask.testing import FlaskClient
 from flask_predict.errors import InvalidInput
 from flask_predict.protocols.tfserving import wire
 from flask_predict.types import Classification, Signature, TensorSpec
-from tests.tf_models import TFSERVING
 from tests.protocols.compare import assert_json_close
 
 CASES = sorted((Path(__file__).parent / "cases").glob("*.request.json"))
+METADATA = Path(__file__).parent / "metadata"
+"""TF Serving's own expected metadata documents (see the README there)."""
 
 
 def send(client: FlaskClient, sent: dict[str, Any]) -> Any:
@@ -65,7 +66,7 @@ def test_integers_stay_integers(tf_client: FlaskClient) -> None:
 # --- metadata -------------------------------------------------------------------------------
 
 def test_metadata_equals_tf_serving_document(tf_client: FlaskClient) -> None:
-    expected = json.loads((TFSERVING / "half_plus_two_model_metadata.json").read_text())
+    expected = json.loads((METADATA / "half_plus_two_model_metadata.json").read_text())
     expected["model_spec"]["name"] = "half_plus_two"
     got = tf_client.get("/v1/models/half_plus_two/metadata")
     assert got.status_code == 200
@@ -77,7 +78,7 @@ def test_metadata_tf2_export_lists_init_op_and_defaults(tf_client: FlaskClient) 
     signatures = tf_client.get("/v1/models/tf2/metadata").get_json()[
         "metadata"]["signature_def"]["signature_def"]
     approximate = json.loads(
-        (TFSERVING / "saved_model_half_plus_two_tf2_2_versions_metadata.json").read_text())[
+        (METADATA / "saved_model_half_plus_two_tf2_2_versions_metadata.json").read_text())[
         "metadata"]["signature_def"]["signature_def"]
     assert "__saved_model_init_op" in signatures
     for name, sig in approximate.items():
@@ -175,8 +176,8 @@ def test_xgboost_regress(tf_client: FlaskClient) -> None:
 
 # --- counter (stateful TF1 export with ref-typed outputs) ------------------------------------
 
-def test_counter_columnar_scalar(make_app: Any) -> None:
-    app = make_app({"counter": {"base_path": str(TFSERVING / "saved_model_counter")}},
+def test_counter_columnar_scalar(make_app: Any, tfserving_models: Path) -> None:
+    app = make_app({"counter": {"base_path": str(tfserving_models / "saved_model_counter")}},
                    protocols=["tfserving"])
     client = app.test_client()
     body = {"signature_name": "incr_counter_by", "inputs": 3.0}
@@ -186,13 +187,14 @@ def test_counter_columnar_scalar(make_app: Any) -> None:
 
 # --- TF Serving's model config file ---------------------------------------------------------
 
-def test_tf_serving_model_config_file(make_app: Any, tmp_path: Path) -> None:
+def test_tf_serving_model_config_file(make_app: Any, tmp_path: Path,
+                                      tfserving_models: Path) -> None:
     config = tmp_path / "models.config"
     config.write_text(f"""
 model_config_list {{
   config {{
     name: "half_plus_two"
-    base_path: "{TFSERVING / 'saved_model_half_plus_two_cpu'}"
+    base_path: "{tfserving_models / 'saved_model_half_plus_two_cpu'}"
     model_platform: "tensorflow"
     model_version_policy {{ specific {{ versions: 123 }} }}
     version_labels {{ key: "stable" value: 123 }}

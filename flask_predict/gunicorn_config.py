@@ -1,0 +1,90 @@
+"""Gunicorn settings for the deployment app, loadable from anywhere:
+``gunicorn -c python:flask_predict.gunicorn_config flask_predict.wsgi:app``. Every sync worker
+imports the app itself and so loads its own copy of every model. Hooks only log or delegate
+(to :mod:`flask_predict.server`); model logic lives in flask_predict.
+
+Environment: ``PORT`` (8080, else Vertex AI's ``AIP_HTTP_PORT``), ``HOST`` (0.0.0.0),
+``WEB_CONCURRENCY`` (workers, default 2), ``GUNICORN_TIMEOUT`` (60 s), ``LOG_LEVEL`` (INFO).
+``FLASK_PREDICT_*`` variables configure the models. Options on gunicorn's command line
+(``--bind``, ``--workers``) win over these, as always with gunicorn.
+"""
+
+from __future__ import annotations
+
+import os
+from typing import Any
+
+from . import server
+
+__all__ = ["bind", "workers", "worker_class", "preload_app", "timeout", "graceful_timeout",
+           "keepalive", "control_socket_disable", "on_starting", "pre_fork", "post_fork",
+           "post_worker_init", "child_exit", "worker_exit"]
+
+#   bind - all interfaces on $PORT (else Vertex AI's $AIP_HTTP_PORT, else 8080).
+_port = os.environ.get("PORT") or os.environ.get("AIP_HTTP_PORT") or "8080"
+bind = f"{os.environ.get('HOST', '0.0.0.0')}:{_port}"
+#   workers - each is one process with its own models; requests run one at a time in each.
+workers = int(os.environ.get("WEB_CONCURRENCY", "2"))
+worker_class = "sync"
+#   preload_app - False: TensorFlow hangs in a forked child once the parent has imported it,
+#       and scikit-learn/XGBoost OpenMP pools are not fork-safe either; models are loaded
+#       after the fork, inside each worker.
+preload_app = False
+#   timeout - the longest single request a sync worker may take; model loading happens
+#       before the worker starts its heartbeat, so big models do not hit it (gunicorn>=22).
+timeout = int(os.environ.get("GUNICORN_TIMEOUT", "60"))
+graceful_timeout = 30
+#   keepalive - sync workers close idle connections after this many seconds.
+keepalive = 2
+#   control_socket_disable - gunicorn >= 24 opens one control socket per user by default;
+#       several servers on one host (or one per model set) would fight over it.
+control_socket_disable = True
+
+
+# gRPC (FLASK_PREDICT_GRPC_PORT) runs in each worker, started after the fork.
+server.keep_grpc_fork_support_off()
+
+
+def on_starting(server_: Any) -> None:
+    """In the master, before any worker: size each worker's thread pools to its share of
+    the cores (from the worker count in force, ``--workers`` included), give the workers
+    one folder for server-wide state (grps online/offline, request metrics), and check the
+    configuration, so a mistake stops the server at boot."""
+    server.share_cores(server_.cfg.workers)
+    server.share_state_dir()
+    server.server_starting(server_)
+
+
+def pre_fork(server_: Any, worker: Any) -> None:
+    # the lowest free index: a respawned worker takes its dead predecessor's GPU
+    server.assign_worker_index(server_, worker)
+
+
+def post_fork(server_: Any, worker: Any) -> None:
+    # flask_predict's own lines (models loaded, failed requests) go to gunicorn's error log
+    # at $LOG_LEVEL. Not logconfig_dict: that would make gunicorn build every request's
+    # access-log fields even with no access log.
+    server.route_logs(worker.log.error_log, os.environ.get("LOG_LEVEL", "INFO"))
+    # thread pools and GPU of this worker, before it imports any framework
+    server.worker_started(worker)
+
+
+def post_worker_init(worker: Any) -> None:
+    # models load in the background: liveness answers now, readiness once they are in
+    server.worker_loaded(worker.wsgi, worker)
+    worker.log.info("flask_predict: worker %s serving", worker.pid)
+    # every worker serves gRPC for its own models on the one shared port (SO_REUSEPORT)
+    server.start_grpc(worker.wsgi)
+
+
+def child_exit(server_: Any, worker: Any) -> None:
+    # in the master: a dead worker no longer counts as ready
+    server.worker_gone(worker)
+
+
+def worker_exit(server_: Any, worker: Any) -> None:
+    # gunicorn may call this in the master for a dead worker: act only if this process
+    # really loaded the app.
+    app = getattr(worker, "wsgi", None)
+    if app is not None:
+        server.close_worker(app)

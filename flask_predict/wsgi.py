@@ -1,0 +1,32 @@
+"""The deployment app: ``gunicorn -c python:flask_predict.gunicorn_config flask_predict.wsgi:app``
+(what ``flask-predict serve`` runs).
+
+Settings come from the environment: ``FLASK_PREDICT_*`` variables become ``PREDICT_*``
+config keys (values are JSON-decoded), and TF Serving's ``MODEL_NAME``/``MODEL_BASE_PATH``
+work as they do in its container.
+"""
+
+from __future__ import annotations
+
+import os
+
+from flask import Flask
+
+from .config import config_from_environ
+from .extension import FlaskPredict
+
+predict = FlaskPredict()
+
+
+def create_app() -> Flask:
+    """A Flask app serving the models the environment configures."""
+    app = Flask(__name__)
+    # the server answers liveness while its models load; readiness once they are in
+    app.config["PREDICT_LOAD_IN_BACKGROUND"] = True
+    app.config.update(config_from_environ(os.environ))
+    app.config.from_prefixed_env()  # FLASK_PREDICT_MODELS='{...}' -> PREDICT_MODELS
+    predict.init_app(app)  # runs inside each worker: loads that worker's models
+    return app
+
+
+app = create_app()
