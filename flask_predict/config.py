@@ -31,6 +31,7 @@ DEFAULTS: dict[str, Any] = {
     "PREDICT_WORKERS": 1,
     "PREDICT_THREADS": None,
     "PREDICT_POLL_SECONDS": 2.0,
+    "PREDICT_TIMEOUT_SECONDS": None,
     "PREDICT_STATE_DIR": None,
     "PREDICT_SERVER_NAME": "flask-predict",
     "PREDICT_GPUS": None,
@@ -54,7 +55,7 @@ DEFAULTS: dict[str, Any] = {
 """Every key with its default. ``docs/configuration.md`` has one entry per key."""
 
 MODEL_KEYS = frozenset({"base_path", "predictor", "version_policy", "version_labels", "versions",
-               "default_version", "model_platform", "options"})
+               "default_version", "model_platform", "options", "timeout_seconds"})
 
 
 @dataclass(frozen=True)
@@ -69,6 +70,8 @@ class Settings:
     """Native threads each library may use in this process (BLAS, OpenMP, XGBoost, TF)."""
     poll_seconds: float
     """How often the model directories and config file are re-read; 0 turns it off."""
+    timeout_seconds: float | None
+    """Longest a predictor call may run, for models that set no ``timeout_seconds``."""
     model_config_file: str | None
     state_dir: str | None
     """Folder for state every worker of one server shares (grps online/offline, metrics)."""
@@ -149,6 +152,7 @@ def read_settings(config: Mapping[str, Any]) -> Settings:
         max_request_bytes=_number(values, "PREDICT_MAX_REQUEST_BYTES", int, minimum=1),
         threads=threads,
         poll_seconds=_number(values, "PREDICT_POLL_SECONDS", float, minimum=0),
+        timeout_seconds=_timeout(values["PREDICT_TIMEOUT_SECONDS"], "PREDICT_TIMEOUT_SECONDS"),
         model_config_file=str(config_file) if config_file else None,
         state_dir=str(values["PREDICT_STATE_DIR"]) if values["PREDICT_STATE_DIR"] else None,
         server_name=str(values["PREDICT_SERVER_NAME"]),
@@ -319,6 +323,7 @@ def _model_spec(name: str, entry: Any, base_dir: Path | None, origin: str) -> Mo
         version_policy=parse_version_policy(entry.get("version_policy"), where),
         labels=labels,
         default_version=default,
+        timeout_seconds=_timeout(entry.get("timeout_seconds"), f"{where}: timeout_seconds"),
     )
 
 
@@ -388,6 +393,14 @@ def _route(values: Mapping[str, Any], key: str) -> str | None:
     if not isinstance(route, str) or not route.startswith("/"):
         raise ConfigError(f"{key} must be a path starting with '/', got {route!r}")
     return route
+
+
+def _timeout(value: Any, what: str) -> float | None:
+    """A time limit in seconds; ``None`` or 0 means none."""
+    if value is None:
+        return None
+    limit = _number({what: value}, what, float, minimum=0)
+    return float(limit) or None
 
 
 def _str_list(values: Mapping[str, Any], key: str) -> list[str]:

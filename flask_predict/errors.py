@@ -17,6 +17,7 @@ class Code(enum.Enum):
     FAILED_PRECONDITION = "FAILED_PRECONDITION"
     NOT_FOUND = "NOT_FOUND"
     UNAVAILABLE = "UNAVAILABLE"
+    DEADLINE_EXCEEDED = "DEADLINE_EXCEEDED"
     UNIMPLEMENTED = "UNIMPLEMENTED"
     INTERNAL = "INTERNAL"
     PAYLOAD_TOO_LARGE = "PAYLOAD_TOO_LARGE"
@@ -27,6 +28,7 @@ HTTP_STATUS: dict[Code, int] = {
     Code.FAILED_PRECONDITION: 400,
     Code.NOT_FOUND: 404,
     Code.UNAVAILABLE: 503,
+    Code.DEADLINE_EXCEEDED: 504,
     Code.UNIMPLEMENTED: 501,
     Code.INTERNAL: 500,
     Code.PAYLOAD_TOO_LARGE: 413,
@@ -82,6 +84,12 @@ class Unimplemented(PredictError):
     """The model does not support this kind of request (HTTP 501)."""
 
     code = Code.UNIMPLEMENTED
+
+
+class DeadlineExceeded(PredictError):
+    """A predictor ran past its time limit (HTTP 504, gRPC ``DEADLINE_EXCEEDED``)."""
+
+    code = Code.DEADLINE_EXCEEDED
 
 
 class PredictorFailed(PredictError):

@@ -62,7 +62,8 @@ class FlaskPredict:
         else:
             repository = ModelRepository.load(settings.models, self.predictor_class)
         state = PredictState(settings, ModelService(
-            repository, settings.load_wait_seconds if background else 0.0))
+            repository, settings.load_wait_seconds if background else 0.0,
+            settings.timeout_seconds))
         if background or settings.poll_seconds > 0:
             state.watcher = Watcher(repository, app.config.get("PREDICT_MODELS"),
                                     settings.model_config_file, settings.poll_seconds,

@@ -30,11 +30,13 @@ worker_class = "sync"
 #       and scikit-learn/XGBoost OpenMP pools are not fork-safe either; models are loaded
 #       after the fork, inside each worker.
 preload_app = False
-#   timeout - the longest single request a sync worker may take; model loading happens
-#       before the worker starts its heartbeat, so big models do not hit it (gunicorn>=22).
+#   timeout - the longest single request a sync worker may take (the master kills a worker
+#       silent for longer); predictor calls stop at 80% of it with the protocol's timeout
+#       error (flask_predict.deadline). Models load in the background while the worker beats.
 timeout = int(os.environ.get("GUNICORN_TIMEOUT", "60"))
 graceful_timeout = 30
-#   keepalive - sync workers close idle connections after this many seconds.
+#   keepalive - not used by sync workers, which close every connection after one answer;
+#       the nginx front keeps clients' connections open (docs/deployment.md).
 keepalive = 2
 #   control_socket_disable - gunicorn >= 24 opens one control socket per user by default;
 #       several servers on one host (or one per model set) would fight over it.
@@ -47,10 +49,12 @@ server.keep_grpc_fork_support_off()
 
 def on_starting(server_: Any) -> None:
     """In the master, before any worker: size each worker's thread pools to its share of
-    the cores (from the worker count in force, ``--workers`` included), give the workers
-    one folder for server-wide state (grps online/offline, request metrics), and check the
-    configuration, so a mistake stops the server at boot."""
+    the cores (from the worker count in force, ``--workers`` included), bound predictor calls
+    below the worker timeout in force, give the workers one folder for server-wide state
+    (grps online/offline, request metrics), and check the configuration, so a mistake stops
+    the server at boot."""
     server.share_cores(server_.cfg.workers)
+    server.share_timeout(server_.cfg.timeout)
     server.share_state_dir()
     server.server_starting(server_)
 

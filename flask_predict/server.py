@@ -42,6 +42,14 @@ def share_cores(workers: int) -> None:
     os.environ.setdefault("FLASK_PREDICT_WORKERS", str(workers))
 
 
+def share_timeout(timeout: float) -> None:
+    """Bound every predictor call below gunicorn's worker *timeout* (80% of it), so a long
+    prediction answers the protocol's timeout error instead of getting its worker killed;
+    ``FLASK_PREDICT_TIMEOUT_SECONDS`` and a model's ``timeout_seconds`` win."""
+    if timeout > 0:
+        os.environ.setdefault("FLASK_PREDICT_TIMEOUT_SECONDS", f"{timeout * 0.8:g}")
+
+
 def share_state_dir() -> str:
     """Give every worker of this server one folder for shared state (grps online/offline,
     metrics; see :mod:`flask_predict.shared_state`), unless ``FLASK_PREDICT_STATE_DIR`` is

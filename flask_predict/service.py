@@ -19,8 +19,8 @@ from typing import Any, Callable, Mapping, Sequence
 
 import numpy as np
 
+from . import deadline
 from .errors import InvalidInput, ModelNotReady, PredictError, PredictorFailed
-
 from .repository import ModelRepository
 from .served import LoadedVersion, ServedModel
 from .types import Classification, Example, InferenceRequest, InferenceResponse, Tensor
@@ -34,10 +34,13 @@ _RESOLVE_TRIES = 3
 class ModelService:
     """What protocols may ask of the models of one app."""
 
-    def __init__(self, repository: ModelRepository, load_wait_seconds: float = 0.0) -> None:
+    def __init__(self, repository: ModelRepository, load_wait_seconds: float = 0.0,
+                 timeout_seconds: float | None = None) -> None:
         self.repository = repository
         self.load_wait_seconds = load_wait_seconds
         """How long a request that arrives while the models first load waits for them."""
+        self.timeout_seconds = timeout_seconds
+        """The time limit of a predictor call for models without their own."""
         self.ready_checks: list[Callable[[], bool]] = []
         """More conditions for readiness (the server adds "every worker is ready")."""
 
@@ -101,7 +104,7 @@ class ModelService:
             if unknown:
                 raise InvalidInput(f"unknown output(s) {unknown}; the model's outputs are "
                                    f"{[spec.name for spec in signature.outputs]}")
-        with calling(loaded):
+        with self.calling(loaded):
             outputs = loaded.predictor.predict_tensors(request.inputs, request.outputs,
                                                        request.signature)
         if not isinstance(outputs, Mapping) or not all(
@@ -110,10 +113,27 @@ class ModelService:
                                   f"{type(outputs).__name__}, not a mapping of arrays")
         return InferenceResponse(loaded.name, loaded.version, dict(outputs))
 
+    @contextmanager
+    def calling(self, loaded: LoadedVersion, verb: str = "predict") -> Iterator[None]:
+        """Run a predictor method: our own errors pass, anything else becomes
+        :class:`PredictorFailed` (500, generic message) with the cause chained for the log.
+
+        One call at a time per model version: a worker's gRPC threads and its HTTP thread never
+        run the same predictor concurrently (predictors need not be thread-safe). The wait and
+        the call are bounded by the model's time limit (:mod:`.deadline`)."""
+        seconds = deadline.seconds_for(loaded.spec, self.timeout_seconds)
+        try:
+            with deadline.limit(seconds, loaded.name), loaded.calls:
+                yield
+        except PredictError:
+            raise
+        except Exception as exc:
+            raise PredictorFailed(f"model {loaded.name!r} failed to {verb}") from exc
+
     def predict_instances(self, loaded: LoadedVersion, instances: list[Any],
                           kwargs: Mapping[str, Any]) -> list[Any]:
         """Run the instances door: AI Platform's ``predict(instances, **kwargs)``."""
-        with calling(loaded):
+        with self.calling(loaded):
             predictions = loaded.predictor.predict(instances, **kwargs)
         if isinstance(predictions, np.ndarray):
             predictions = predictions.tolist()
@@ -126,7 +146,7 @@ class ModelService:
     def predict_matrix(self, loaded: LoadedVersion, matrix: Tensor) -> list[Any] | None:
         """The instances door for instances parsed straight into a float64 matrix;
         ``None`` when *loaded* needs them as JSON values."""
-        with calling(loaded):
+        with self.calling(loaded):
             return loaded.predictor.predict_matrix(matrix)
 
     def predict_stream(self, loaded: LoadedVersion, instances: list[Any],
@@ -138,7 +158,7 @@ class ModelService:
         a single message. ``predict`` is called at once; the items are produced as the
         caller iterates, and a failure while producing one raises :class:`PredictorFailed`.
         """
-        with calling(loaded):
+        with self.calling(loaded):
             result = loaded.predictor.predict(instances, **kwargs)
         if isinstance(result, np.ndarray):
             result = result.tolist()
@@ -152,7 +172,7 @@ class ModelService:
     def classify(self, loaded: LoadedVersion, examples: Sequence[Example],
                  signature: str | None = None) -> Classification:
         """Class labels and scores (TF Serving's ``:classify``)."""
-        with calling(loaded, "classify"):
+        with self.calling(loaded, "classify"):
             result = loaded.predictor.classify(examples, signature)
         if not isinstance(result, Classification):
             raise PredictorFailed(f"model {loaded.name!r} returned {type(result).__name__}, "
@@ -162,25 +182,9 @@ class ModelService:
     def regress(self, loaded: LoadedVersion, examples: Sequence[Example],
                 signature: str | None = None) -> Tensor:
         """One value per example (TF Serving's ``:regress``)."""
-        with calling(loaded, "regress"):
+        with self.calling(loaded, "regress"):
             values = loaded.predictor.regress(examples, signature)
         return np.asarray(values)
-
-
-@contextmanager
-def calling(loaded: LoadedVersion, verb: str = "predict") -> Iterator[None]:
-    """Run a predictor method: our own errors pass, anything else becomes
-    :class:`PredictorFailed` (500, generic message) with the cause chained for the log.
-
-    One call at a time per model version: a worker's gRPC threads and its HTTP thread never
-    run the same predictor concurrently (predictors need not be thread-safe)."""
-    try:
-        with loaded.calls:
-            yield
-    except PredictError:
-        raise
-    except Exception as exc:
-        raise PredictorFailed(f"model {loaded.name!r} failed to {verb}") from exc
 
 
 def _streamed_items(loaded: LoadedVersion, items: Iterator[Any]) -> Iterator[list[Any]]:

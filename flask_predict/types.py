@@ -99,6 +99,9 @@ class ModelSpec:
     """Version names (TF Serving labels, AI Platform version names) -> version numbers."""
     default_version: str | None = None
     """A label or number; ``None`` means the highest version served."""
+    timeout_seconds: float | None = None
+    """Longest a predictor call may run (see :mod:`flask_predict.deadline`); ``None``:
+    ``PREDICT_TIMEOUT_SECONDS``."""
 
 
 @dataclass

@@ -12,7 +12,8 @@ from pathlib import Path
 
 from flask_predict.demo import train_iris, train_xgboost_missing
 
-__all__ = ["train_iris", "train_xgboost_missing", "make_custom", "model_config"]
+__all__ = ["train_iris", "train_xgboost_missing", "make_custom", "make_sleepy", "sleepy_config",
+           "model_config"]
 
 CUSTOM_PREDICTOR = '''
 """A custom prediction routine as AI Platform users write them."""
@@ -55,6 +56,55 @@ def make_custom(base: Path, version: int = 1, scale: float = 2.0) -> Path:
     (folder / "predictor.py").write_text(textwrap.dedent(CUSTOM_PREDICTOR))
     (folder / "config.json").write_text('{"scale": %s}' % scale)
     return base
+
+
+SLEEPY_PREDICTOR = '''
+"""A custom predictor that takes its time: to load (config.json's "load_seconds") and to
+predict (an instance {"sleep": s} or [s, 0] sleeps, {"spin": s} or [0, s] loops in Python,
+for s seconds). It
+answers each instance with its worker's pid; with {"swallow": true} it catches Exception."""
+import json
+import os
+import time
+
+
+class SleepyPredictor:
+    @classmethod
+    def from_path(cls, model_dir):
+        with open(os.path.join(model_dir, "config.json")) as f:
+            time.sleep(json.load(f)["load_seconds"])
+        return cls()
+
+    def predict(self, instances, **kwargs):
+        try:
+            for inst in instances:
+                if isinstance(inst, list):  # a row [sleep, spin]
+                    inst = dict(zip(["sleep", "spin"], inst))
+                time.sleep(inst.get("sleep", 0))
+                end = time.monotonic() + inst.get("spin", 0)
+                while time.monotonic() < end:
+                    pass
+        except Exception:
+            if not kwargs.get("swallow"):
+                raise
+            return ["swallowed" for _ in instances]
+        return [os.getpid() for _ in instances]
+'''
+
+
+def make_sleepy(base: Path, load_seconds: float = 0.0) -> Path:
+    """The sleepy custom predictor in version 1 of *base* (class ``predictor.SleepyPredictor``)."""
+    folder = base / "1"
+    folder.mkdir(parents=True)
+    (folder / "predictor.py").write_text(textwrap.dedent(SLEEPY_PREDICTOR))
+    (folder / "config.json").write_text('{"load_seconds": %s}' % load_seconds)
+    return base
+
+
+def sleepy_config(base: Path, **entry: object) -> dict[str, object]:
+    """The model config entry for :func:`make_sleepy`'s model in *base*."""
+    return {"base_path": os.fspath(base), "predictor": "custom",
+            "class": "predictor.SleepyPredictor", **entry}
 
 
 def model_config(root: Path) -> dict[str, dict[str, object]]:

@@ -19,7 +19,8 @@ from typing import Any, Mapping, Sequence
 
 import numpy as np
 
-from flask_predict import FailedPrecondition, InvalidInput, ModelMetadata, Predictor
+from flask_predict import FailedPrecondition, InvalidInput, ModelMetadata, Predictor, deadline
+from flask_predict.errors import DeadlineExceeded
 from flask_predict.types import (Classification, Example, InferenceRequest, Signature,
                                  Tensor, TensorSpec)
 
@@ -32,7 +33,8 @@ logger = logging.getLogger(__name__)
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")  # keep C++ INFO/WARNING out of the logs
 import tensorflow as tf  # noqa: E402  (after the log level, which TF reads at import)
 from google.protobuf import json_format  # noqa: E402
-from tensorflow.core.protobuf import meta_graph_pb2, saved_model_pb2  # noqa: E402
+from tensorflow.core.protobuf import config_pb2, meta_graph_pb2, saved_model_pb2  # noqa: E402
+from tensorflow.python.client import pywrap_tf_session as tf_session  # noqa: E402
 
 INIT_OP_SIGNATURE = "__saved_model_init_op"
 """TF2's pseudo-signature: listed in metadata, never callable."""
@@ -156,17 +158,33 @@ class TensorFlowPredictor(Predictor):
             feed_tensors = {self.graph.get_tensor_by_name(name): np.asarray(value)
                             for name, value in feeds.items()}
             fetch_tensors = [self.graph.get_tensor_by_name(name) for name in fetches]
-            do_run = getattr(self.session, "_do_run", None)
-            if do_run is None:  # pragma: no cover - a TensorFlow without the private call
-                return list(self.session.run(fetch_tensors, feed_tensors))
-            feed = {tensor.ref(): _feed_value(tensor, value)
-                    for tensor, value in feed_tensors.items()}
-            results = do_run(None, [], fetch_tensors, feed, None, None)
+            with deadline.native() as seconds:
+                results = self._run_session(feed_tensors, fetch_tensors, seconds)
+        except tf.errors.DeadlineExceededError:
+            raise DeadlineExceeded("the TensorFlow session ran past the model's time limit")
         except _OP_ERRORS_400 as exc:
             raise InvalidInput(_first_line(exc.message))
         except (TypeError, ValueError) as exc:
             raise InvalidInput(str(exc).splitlines()[0])
         return [np.asarray(r) for r in results]
+
+    def _run_session(self, feed_tensors: Mapping[Any, np.ndarray], fetch_tensors: list[Any],
+                     seconds: float | None) -> Any:
+        """One session step, cancelled by TensorFlow after *seconds* (``None``: no limit)."""
+        options = _run_options(seconds)
+        do_run = getattr(self.session, "_do_run", None)
+        if do_run is None:  # pragma: no cover - a TensorFlow without the private call
+            return self.session.run(fetch_tensors, feed_tensors, options=options)
+        feed = {tensor.ref(): _feed_value(tensor, value)
+                for tensor, value in feed_tensors.items()}
+        # One level below Session.run, options travel serialized in a TF_Buffer.
+        buffer = (None if options is None else
+                  tf_session.TF_NewBufferFromString(options.SerializeToString()))
+        try:
+            return do_run(None, [], fetch_tensors, feed, buffer, None)
+        finally:
+            if buffer is not None:
+                tf_session.TF_DeleteBuffer(buffer)
 
     def warmup_requests(self, model_dir: str) -> list[InferenceRequest]:
         """TF Serving's ``assets.extra/tf_serving_warmup_requests`` (see :mod:`.warmup`)."""
@@ -174,6 +192,13 @@ class TensorFlowPredictor(Predictor):
 
     def close(self) -> None:
         self.session.close()
+
+
+def _run_options(seconds: float | None) -> Any:
+    """``RunOptions`` that cancel the step after *seconds* (TF checks between kernels)."""
+    if seconds is None:
+        return None
+    return config_pb2.RunOptions(timeout_in_ms=max(1, int(seconds * 1000)))
 
 
 def _read_meta_graph(model_dir: str, tags: Sequence[str]) -> meta_graph_pb2.MetaGraphDef:

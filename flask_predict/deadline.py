@@ -1,0 +1,102 @@
+"""Time limits on predictor calls: answer ``DEADLINE_EXCEEDED`` before the server gives up.
+
+A sync gunicorn worker that spends longer than its ``timeout`` on one request is killed by
+the master: the client gets no answer and the worker reloads every model. A model's
+``timeout_seconds`` (or ``PREDICT_TIMEOUT_SECONDS`` for all models) bounds each predictor
+call instead: when it runs out, :class:`~flask_predict.errors.DeadlineExceeded` reaches the
+protocol's error handler (HTTP 504) and the worker goes on serving.
+
+The limit is a ``SIGALRM`` timer (``signal.setitimer``) whose handler raises into the
+predictor's Python code. That works only
+
+- in the main thread (gunicorn's sync workers run every request there; a threaded server
+  runs the call without a limit), and only when no other ``ITIMER_REAL`` timer is set;
+- at the next Python bytecode: native code that never returns to the interpreter (one long
+  BLAS call, a TensorFlow kernel, a C extension's loop) finishes first, and the answer comes
+  when it returns. Such code can bound itself with :func:`remaining` (the TensorFlow plugin
+  passes it to ``RunOptions.timeout_in_ms``).
+
+The exception raised into the predictor derives from ``BaseException``, so a predictor's own
+``except Exception`` cannot swallow it; ``finally`` blocks and ``with`` statements in the
+predictor still run.
+"""
+
+from __future__ import annotations
+
+import logging
+import signal
+import threading
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+from types import FrameType
+from typing import Any
+
+from .errors import DeadlineExceeded
+from .types import ModelSpec
+
+logger = logging.getLogger(__name__)
+
+_deadline: float | None = None
+"""``time.monotonic()`` by which the call running in the main thread must end."""
+
+
+class _Expired(BaseException):
+    """Raised by the timer into the predictor; turned into :class:`DeadlineExceeded`."""
+
+
+def seconds_for(spec: ModelSpec, default: float | None) -> float | None:
+    """The limit of a call into model *spec*: its ``timeout_seconds``, else *default* (the
+    app's ``PREDICT_TIMEOUT_SECONDS``); ``None`` for no limit."""
+    return spec.timeout_seconds if spec.timeout_seconds is not None else default
+
+
+def remaining() -> float | None:
+    """Seconds left to the predictor call running in this thread; ``None`` when it has no
+    limit. For predictors that can bound native work themselves."""
+    if _deadline is None or threading.current_thread() is not threading.main_thread():
+        return None
+    return max(0.0, _deadline - time.monotonic())
+
+
+@contextmanager
+def limit(seconds: float | None, model: str) -> Iterator[None]:
+    """Run the body for at most *seconds* (see the module's notes for where that holds);
+    raise :class:`DeadlineExceeded` naming *model* when it runs out."""
+    global _deadline
+    if not seconds or not _can_interrupt():
+        if seconds:
+            logger.debug("flask_predict: no time limit for %r outside the main thread", model)
+        yield
+        return
+    previous = signal.signal(signal.SIGALRM, _expire)
+    _deadline = time.monotonic() + seconds
+    signal.setitimer(signal.ITIMER_REAL, seconds)
+    try:
+        try:
+            yield
+        finally:
+            _disarm(previous)
+    except _Expired:
+        _disarm(previous)  # the timer fired while the finally above was running
+        raise DeadlineExceeded(f"model {model!r} did not answer within its time limit of "
+                               f"{seconds:g} s") from None
+
+
+def _can_interrupt() -> bool:
+    return (hasattr(signal, "setitimer")
+            and threading.current_thread() is threading.main_thread()
+            and _deadline is None
+            and signal.getitimer(signal.ITIMER_REAL) == (0.0, 0.0))
+
+
+def _disarm(previous: Any) -> None:
+    global _deadline
+    _deadline = None
+    signal.setitimer(signal.ITIMER_REAL, 0)
+    signal.signal(signal.SIGALRM, signal.SIG_DFL if previous is None else previous)
+
+
+def _expire(signum: int, frame: FrameType | None) -> None:
+    if _deadline is not None:
+        raise _Expired()

@@ -1,0 +1,146 @@
+"""Per-model time limits (flask_predict.deadline): every protocol answers its timeout error
+and the app goes on serving."""
+
+from __future__ import annotations
+
+import signal
+import threading
+import time
+from pathlib import Path
+from typing import Any
+
+import pytest
+from flask import Flask
+
+from flask_predict import deadline
+from flask_predict.errors import ConfigError, DeadlineExceeded
+from tests.conftest import AppFactory
+from tests.models import make_sleepy, sleepy_config
+
+
+@pytest.fixture(scope="module")
+def sleepy(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    return make_sleepy(tmp_path_factory.mktemp("sleepy") / "sleepy")
+
+
+@pytest.fixture(scope="module")
+def app(make_app: AppFactory, sleepy: Path) -> Flask:
+    """``limited`` stops after 0.3 s (its own setting), ``slow`` after 0.5 s (the app's)."""
+    return make_app({"limited": sleepy_config(sleepy, timeout_seconds=0.3),
+                     "slow": sleepy_config(sleepy)}, timeout_seconds=0.5)
+
+
+def test_a_sleeping_call_is_cut_short() -> None:
+    with pytest.raises(DeadlineExceeded, match="'m' did not answer within its time limit"):
+        with deadline.limit(0.2, "m"):
+            time.sleep(30)
+
+
+def test_a_python_loop_is_cut_short() -> None:
+    with pytest.raises(DeadlineExceeded):
+        with deadline.limit(0.2, "m"):
+            end = time.monotonic() + 30
+            while time.monotonic() < end:
+                pass
+
+
+def test_a_predictor_catching_exception_cannot_swallow_it() -> None:
+    with pytest.raises(DeadlineExceeded):
+        with deadline.limit(0.2, "m"):
+            try:
+                time.sleep(30)
+            except Exception:  # what a careless predictor does
+                pass
+
+
+def test_the_timer_and_handler_are_restored() -> None:
+    def mine(signum: int, frame: Any) -> None:
+        raise AssertionError("the caller's handler ran")
+
+    previous = signal.signal(signal.SIGALRM, mine)
+    try:
+        with deadline.limit(5, "m"):
+            assert deadline.remaining() is not None
+        assert signal.getitimer(signal.ITIMER_REAL) == (0.0, 0.0)
+        assert signal.getsignal(signal.SIGALRM) is mine
+        assert deadline.remaining() is None
+    finally:
+        signal.signal(signal.SIGALRM, previous)
+
+
+def test_no_limit_outside_the_main_thread() -> None:
+    """Signals reach only the main thread: elsewhere the call runs to its end."""
+    outcome: list[object] = []
+
+    def call() -> None:
+        try:
+            with deadline.limit(0.05, "m"):
+                assert deadline.remaining() is None
+                time.sleep(0.3)
+            outcome.append("finished")
+        except BaseException as exc:  # pragma: no cover - the failure being tested for
+            outcome.append(exc)
+
+    thread = threading.Thread(target=call)
+    thread.start()
+    thread.join()
+    assert outcome == ["finished"]
+
+
+def test_an_armed_timer_of_someone_else_is_left_alone() -> None:
+    fired: list[int] = []
+    previous = signal.signal(signal.SIGALRM, lambda signum, frame: fired.append(signum))
+    signal.setitimer(signal.ITIMER_REAL, 0.3)
+    try:
+        with deadline.limit(0.05, "m"):
+            time.sleep(0.1)
+        time.sleep(0.5)
+        assert fired == [signal.SIGALRM]
+    finally:
+        signal.setitimer(signal.ITIMER_REAL, 0)
+        signal.signal(signal.SIGALRM, previous)
+
+
+@pytest.mark.parametrize("timeout", [-1, "soon", True])
+def test_bad_limits_are_refused(make_app: AppFactory, sleepy: Path, timeout: object) -> None:
+    with pytest.raises(ConfigError, match="timeout_seconds"):
+        make_app({"m": sleepy_config(sleepy, timeout_seconds=timeout)})
+    with pytest.raises(ConfigError, match="PREDICT_TIMEOUT_SECONDS"):
+        make_app({"m": sleepy_config(sleepy)}, timeout_seconds=timeout)
+
+
+@pytest.mark.parametrize("model", ["limited", "slow"])
+def test_aiplatform_answers_504_then_serves(app: Flask, model: str) -> None:
+    client = app.test_client()
+    answer = client.post(f"/v1/projects/p/models/{model}:predict",
+                         json={"instances": [{"sleep": 30}]})
+    assert answer.status_code == 504
+    assert "did not answer within its time limit" in answer.get_json()["error"]
+    answer = client.post(f"/v1/projects/p/models/{model}:predict",
+                         json={"instances": [{"spin": 30}], "swallow": True})
+    assert answer.status_code == 504
+    answer = client.post(f"/v1/projects/p/models/{model}:predict", json={"instances": [{}]})
+    assert answer.status_code == 200
+
+
+def test_tfserving_answers_504(app: Flask) -> None:
+    answer = app.test_client().post("/v1/models/limited:predict",
+                                    json={"instances": [{"sleep": 30}]})
+    assert answer.status_code == 504, answer.get_data(as_text=True)
+    assert "time limit" in answer.get_json()["error"]
+
+
+def test_kserve_v2_answers_504(app: Flask) -> None:
+    body = {"inputs": [{"name": "sleep", "shape": [1], "datatype": "FP64", "data": [30]},
+                       {"name": "spin", "shape": [1], "datatype": "FP64", "data": [0]}]}
+    answer = app.test_client().post("/v2/models/limited/infer", json=body)
+    assert answer.status_code == 504, answer.get_data(as_text=True)
+    assert "time limit" in answer.get_json()["error"]
+
+
+def test_grps_answers_504_in_its_envelope(app: Flask) -> None:
+    body = {"model": "limited", "ndarray": [[30, 0]]}
+    answer = app.test_client().post("/grps/v1/infer/predict", json=body)
+    assert answer.status_code == 504, answer.get_data(as_text=True)
+    status = answer.get_json()["status"]
+    assert (status["code"], status["status"]) == (504, "FAILURE")
