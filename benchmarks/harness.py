@@ -147,17 +147,18 @@ def wait_until_answering(port: int, path: str, process: subprocess.Popen[bytes],
         if process.poll() is not None:
             tail = log_path.read_text(errors="replace")[-12000:]
             raise RuntimeError(f"server exited with {process.returncode}:\n{tail}")
+        conn = http.client.HTTPConnection("127.0.0.1", port, timeout=5)
         try:
-            conn = http.client.HTTPConnection("127.0.0.1", port, timeout=5)
             conn.request("GET", path)
             response = conn.getresponse()
             response.read()
-            conn.close()
             if status is None or response.status == status:
                 return
             time.sleep(0.2)
         except OSError:
             time.sleep(0.2)
+        finally:
+            conn.close()
     raise RuntimeError(f"server did not answer within {timeout:.0f}s; see {log_path}")
 
 

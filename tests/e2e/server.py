@@ -3,6 +3,7 @@ tests, on a free port of 127.0.0.1, and stop it afterwards."""
 
 from __future__ import annotations
 
+import importlib.util
 import json
 import os
 import signal
@@ -14,9 +15,21 @@ from concurrent.futures import ThreadPoolExecutor
 import urllib.error
 import urllib.request
 from pathlib import Path
+from types import ModuleType
 from typing import Any, Mapping
 
 ROOT = Path(__file__).resolve().parents[2]
+BENCHMARKS = ROOT / "benchmarks"
+
+
+def load_benchmark(name: str) -> ModuleType:
+    """``benchmarks/<name>.py`` as module ``bench_<name>`` (benchmarks are not a package)."""
+    spec = importlib.util.spec_from_file_location(f"bench_{name}", BENCHMARKS / f"{name}.py")
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[spec.name] = module
+    spec.loader.exec_module(module)
+    return module
 
 
 def free_port() -> int:

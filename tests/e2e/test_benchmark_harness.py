@@ -2,30 +2,18 @@
 
 from __future__ import annotations
 
-import importlib.util
 import shutil
 import sys
 from pathlib import Path
-from types import ModuleType
 
 import pytest
 
+from tests.e2e.server import load_benchmark
+
 pytestmark = pytest.mark.e2e
 
-BENCHMARKS = Path(__file__).resolve().parents[2] / "benchmarks"
-
-
-def load(name: str) -> ModuleType:
-    spec = importlib.util.spec_from_file_location(f"bench_{name}", BENCHMARKS / f"{name}.py")
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[spec.name] = module
-    spec.loader.exec_module(module)
-    return module
-
-
-harness = load("harness")
-floors = load("floors")
+harness = load_benchmark("harness")
+floors = load_benchmark("floors")
 
 
 def test_tables_are_ratios_of_medians() -> None:
