@@ -1,0 +1,52 @@
+# syntax=docker/dockerfile:1
+# flask-predict in a container, used as TF Serving's image is: models under /models, one
+# model named by MODEL_NAME (or a config file by MODEL_CONFIG_FILE), REST on port 8501. The
+# sync workers sit behind nginx in the same container (deploy/container/start runs both; see
+# docs/deployment.md for why).
+#
+#   make dist                                                   # the wheels, into dist/
+#   docker build -t flask-predict .                             # CPU
+#   docker build -t flask-predict:gpu --build-arg VARIANT=gpu . # NVIDIA GPUs (TensorFlow)
+#   docker run -p 8501:8501 -v "$PWD/iris:/models/iris:ro" -e MODEL_NAME=iris flask-predict
+#
+# Flags after the image name go to `flask-predict serve` (docker run IMAGE --workers 4).
+ARG PYTHON_VERSION=3.11
+
+FROM python:${PYTHON_VERSION}-slim-bookworm AS build
+ARG VARIANT=cpu
+RUN python -m venv /opt/flask-predict
+# The wheels `make dist` builds, mounted for this step only (never a layer of the image).
+# GPU: TensorFlow's CUDA and cuDNN libraries come as pip packages (tensorflow[and-cuda]); the
+# driver comes from the host through the NVIDIA container toolkit.
+RUN --mount=type=bind,source=dist,target=/dist \
+    /opt/flask-predict/bin/pip install --no-cache-dir \
+        /dist/flask_predict-*.whl \
+        /dist/flask_predict_sklearn-*.whl \
+        /dist/flask_predict_xgboost-*.whl \
+        /dist/flask_predict_custom-*.whl \
+        /dist/flask_predict_tensorflow-*.whl \
+    && if [ "$VARIANT" = gpu ]; then \
+        /opt/flask-predict/bin/pip install --no-cache-dir "tensorflow[and-cuda]"; fi
+
+FROM python:${PYTHON_VERSION}-slim-bookworm
+RUN apt-get update \
+    && apt-get install -y --no-install-recommends nginx \
+    && rm -rf /var/lib/apt/lists/* \
+    && useradd --system --uid 10001 --no-create-home --shell /usr/sbin/nologin flask-predict
+COPY --from=build /opt/flask-predict /opt/flask-predict
+COPY deploy/nginx/nginx.conf.template deploy/nginx/render.py /opt/flask-predict/nginx/
+COPY deploy/container/start /usr/local/bin/flask-predict-start
+ENV PATH=/opt/flask-predict/bin:$PATH \
+    PROXY_NGINX_DIR=/opt/flask-predict/nginx \
+    PROXY_RUN_DIR=/tmp/flask-predict \
+    MODEL_BASE_PATH=/models \
+    PORT=8501 \
+    PYTHONUNBUFFERED=1 \
+    NVIDIA_DRIVER_CAPABILITIES=compute,utility
+USER 10001
+EXPOSE 8501
+# Ready once every worker behind nginx has loaded its models; loads may take minutes.
+HEALTHCHECK --interval=10s --timeout=5s --start-period=600s --retries=3 \
+    CMD python -c "import os, urllib.request as u; u.urlopen('http://127.0.0.1:%s/v2/health/ready' % (os.environ.get('AIP_HTTP_PORT') or os.environ['PORT']), timeout=4)"
+ENTRYPOINT ["flask-predict-start"]
+CMD ["flask-predict", "serve"]
