@@ -13,8 +13,8 @@ predictor's Python code. That works only
   runs the call without a limit), and only when no other ``ITIMER_REAL`` timer is set;
 - at the next Python bytecode: native code that never returns to the interpreter (one long
   BLAS call, a TensorFlow kernel, a C extension's loop) finishes first, and the answer comes
-  when it returns. Such code can bound itself with :func:`remaining` (the TensorFlow plugin
-  passes it to ``RunOptions.timeout_in_ms``).
+  when it returns. Such code can bound itself inside :func:`native` (the TensorFlow plugin
+  passes the time left to ``RunOptions.timeout_in_ms``).
 
 The exception raised into the predictor derives from ``BaseException``, so a predictor's own
 ``except Exception`` cannot swallow it; ``finally`` blocks and ``with`` statements in the
@@ -39,6 +39,10 @@ logger = logging.getLogger(__name__)
 
 _deadline: float | None = None
 """``time.monotonic()`` by which the call running in the main thread must end."""
+_native = False
+"""The main thread is inside :func:`native`: the timer must not raise there."""
+_expired = False
+"""The timer went off inside :func:`native`."""
 
 
 class _Expired(BaseException):
@@ -57,6 +61,26 @@ def remaining() -> float | None:
     if _deadline is None or threading.current_thread() is not threading.main_thread():
         return None
     return max(0.0, _deadline - time.monotonic())
+
+
+@contextmanager
+def native() -> Iterator[float | None]:
+    """Run native code that bounds itself with the seconds this yields (``None``: no limit).
+
+    The timer does not raise inside the block, where an exception could land in the middle of
+    an extension's own error handling; if it went off meanwhile and the block ended without
+    an error, the limit's error is raised when the block ends."""
+    global _native, _expired
+    if remaining() is None:
+        yield None
+        return
+    _native, _expired = True, False
+    try:
+        yield remaining()
+    finally:
+        _native = False
+    if _expired:
+        raise _Expired()
 
 
 @contextmanager
@@ -91,12 +115,17 @@ def _can_interrupt() -> bool:
 
 
 def _disarm(previous: Any) -> None:
-    global _deadline
-    _deadline = None
+    global _deadline, _native, _expired
+    _deadline, _native, _expired = None, False, False
     signal.setitimer(signal.ITIMER_REAL, 0)
     signal.signal(signal.SIGALRM, signal.SIG_DFL if previous is None else previous)
 
 
 def _expire(signum: int, frame: FrameType | None) -> None:
-    if _deadline is not None:
+    global _expired
+    if _deadline is None:
+        return
+    if _native:
+        _expired = True
+    else:
         raise _Expired()

@@ -53,6 +53,20 @@ def test_a_predictor_catching_exception_cannot_swallow_it() -> None:
                 pass
 
 
+def test_native_code_is_not_interrupted_and_the_limit_still_holds() -> None:
+    """Inside ``native()`` the timer only takes note; the error comes when the block ends."""
+    finished = []
+    with pytest.raises(DeadlineExceeded):
+        with deadline.limit(0.2, "m"):
+            with deadline.native() as seconds:
+                assert seconds is not None and 0 < seconds <= 0.2
+                time.sleep(0.5)  # stands for a native call bounding itself by *seconds*
+                finished.append(True)
+    assert finished == [True]
+    with deadline.native() as seconds:  # outside a limit: nothing to bound
+        assert seconds is None
+
+
 def test_the_timer_and_handler_are_restored() -> None:
     def mine(signum: int, frame: Any) -> None:
         raise AssertionError("the caller's handler ran")
