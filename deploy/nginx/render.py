@@ -29,9 +29,10 @@ def values(environ: Mapping[str, str]) -> dict[str, str]:
         sys.exit(f"FLASK_PREDICT_MAX_REQUEST_BYTES must be a number of bytes, got {max_bytes!r}")
     worker_timeout = _number(environ, "GUNICORN_TIMEOUT", 60)
     return {
-        # Started as root, nginx runs its workers as PROXY_USER: they must reach the socket.
-        "USER": (f"user {environ.get('PROXY_USER', 'nobody')};" if os.geteuid() == 0 else
-                 "# user: nginx keeps the user it was started as"),
+        # Started as root, nginx runs its workers as PROXY_USER (else its built-in default,
+        # nobody): they must reach the socket. Otherwise they keep the user nginx has.
+        "USER": (f"user {environ['PROXY_USER']};"
+                 if os.geteuid() == 0 and environ.get("PROXY_USER") else "# user: unchanged"),
         "HOST": environ.get("HOST", "0.0.0.0"),
         "PORT": str(_number({"PORT": environ.get("AIP_HTTP_PORT") or environ.get("PORT", "")},
                             "PORT", 8501)),
