@@ -8,6 +8,7 @@
 #   docker build -t flask-predict .                             # CPU
 #   docker build -t flask-predict:gpu --build-arg VARIANT=gpu . # NVIDIA GPUs (TensorFlow)
 #   docker run -p 8501:8501 -v "$PWD/iris:/models/iris:ro" -e MODEL_NAME=iris flask-predict
+#   (gRPC as well: -e FLASK_PREDICT_GRPC_PORT=8500 -p 8500:8500)
 #
 # Flags after the image name go to `flask-predict serve` (docker run IMAGE --workers 4).
 ARG PYTHON_VERSION=3.11
@@ -15,12 +16,14 @@ ARG PYTHON_VERSION=3.11
 FROM python:${PYTHON_VERSION}-slim-bookworm AS build
 ARG VARIANT=cpu
 RUN python -m venv /opt/flask-predict
-# The wheels `make dist` builds, mounted for this step only (never a layer of the image).
-# GPU: TensorFlow's CUDA and cuDNN libraries come as pip packages (tensorflow[and-cuda]); the
-# driver comes from the host through the NVIDIA container toolkit.
+# The wheels `make dist` builds, mounted for this step only (never a layer of the image); the
+# core with its server (gunicorn) and gRPC extras. GPU: TensorFlow's CUDA and cuDNN libraries
+# come as pip packages (tensorflow[and-cuda]); the driver comes from the host through the
+# NVIDIA container toolkit.
 RUN --mount=type=bind,source=dist,target=/dist \
-    /opt/flask-predict/bin/pip install --no-cache-dir \
-        /dist/flask_predict-*.whl \
+    core=$(ls /dist/flask_predict-*.whl) \
+    && /opt/flask-predict/bin/pip install --no-cache-dir \
+        "$core[server,grpc]" \
         /dist/flask_predict_sklearn-*.whl \
         /dist/flask_predict_xgboost-*.whl \
         /dist/flask_predict_custom-*.whl \
@@ -44,7 +47,7 @@ ENV PATH=/opt/flask-predict/bin:$PATH \
     PYTHONUNBUFFERED=1 \
     NVIDIA_DRIVER_CAPABILITIES=compute,utility
 USER 10001
-EXPOSE 8501
+EXPOSE 8501 8500
 # Ready once every worker behind nginx has loaded its models; loads may take minutes.
 HEALTHCHECK --interval=10s --timeout=5s --start-period=600s --retries=3 \
     CMD python -c "import os, urllib.request as u; u.urlopen('http://127.0.0.1:%s/v2/health/ready' % (os.environ.get('AIP_HTTP_PORT') or os.environ['PORT']), timeout=4)"

@@ -23,11 +23,10 @@ import time
 from pathlib import Path
 from typing import Any, Mapping, Sequence
 
-HERE = Path(__file__).resolve().parent
-sys.path.insert(0, str(HERE))
+import harness  # the script's own folder is on sys.path (tests load it by name first)
+from harness import Server
 
-import harness  # noqa: E402
-from harness import Server  # noqa: E402
+HERE = Path(__file__).resolve().parent
 
 ROOT = HERE.parent
 START = ROOT / "deploy" / "container" / "start"

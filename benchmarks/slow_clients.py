@@ -17,7 +17,6 @@ import http.client
 import os
 import socket
 import statistics
-import sys
 import tempfile
 import threading
 import time
@@ -26,11 +25,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Iterator, Sequence
 
-HERE = Path(__file__).resolve().parent
-sys.path.insert(0, str(HERE))
-
-import front  # noqa: E402
-import harness  # noqa: E402
+import front  # the script's own folder is on sys.path (tests load these by name first)
+import harness
 
 INTERVAL = 2.0
 """Seconds between two trickled header lines or body bytes."""

@@ -23,11 +23,14 @@ BENCHMARKS = ROOT / "benchmarks"
 
 
 def load_benchmark(name: str) -> ModuleType:
-    """``benchmarks/<name>.py`` as module ``bench_<name>`` (benchmarks are not a package)."""
+    """``benchmarks/<name>.py`` as module ``bench_<name>`` (benchmarks are not a package),
+    also importable as ``<name>`` by the benchmarks loaded after it, without putting the
+    benchmarks folder (which has a ``grps.py``) on ``sys.path``."""
     spec = importlib.util.spec_from_file_location(f"bench_{name}", BENCHMARKS / f"{name}.py")
     assert spec is not None and spec.loader is not None
     module = importlib.util.module_from_spec(spec)
     sys.modules[spec.name] = module
+    sys.modules.setdefault(name, module)
     spec.loader.exec_module(module)
     return module
 
