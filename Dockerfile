@@ -17,13 +17,13 @@ FROM python:${PYTHON_VERSION}-slim-bookworm AS build
 ARG VARIANT=cpu
 RUN python -m venv /opt/flask-predict
 # The wheels `make dist` builds, mounted for this step only (never a layer of the image); the
-# core with its server (gunicorn) and gRPC extras. GPU: TensorFlow's CUDA and cuDNN libraries
+# core with its gRPC extra. GPU: TensorFlow's CUDA and cuDNN libraries
 # come as pip packages (tensorflow[and-cuda]); the driver comes from the host through the
 # NVIDIA container toolkit.
 RUN --mount=type=bind,source=dist,target=/dist \
     core=$(ls /dist/flask_predict-*.whl) \
     && /opt/flask-predict/bin/pip install --no-cache-dir \
-        "$core[server,grpc]" \
+        "$core[grpc]" \
         /dist/flask_predict_sklearn-*.whl \
         /dist/flask_predict_xgboost-*.whl \
         /dist/flask_predict_custom-*.whl \

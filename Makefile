@@ -30,10 +30,6 @@ dist: install
 	rm -rf dist build $(addsuffix /build,$(PLUGINS))
 	$(PY) -m pip wheel --quiet --no-deps --wheel-dir dist . $(PLUGINS)
 
-dist: install
-	rm -rf dist
-	$(PY) -m pip wheel --quiet --no-deps --wheel-dir dist . $(PLUGINS)
-
 system-deps:
 	.ci/install-system-deps
 

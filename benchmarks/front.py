@@ -58,13 +58,15 @@ def direct(models: Mapping[str, object], path: str, workers: int = 2,
 
 
 def front(models: Mapping[str, object], path: str, run_dir: Path, workers: int = 2,
-          env: Mapping[str, str] | None = None, **server: Any) -> Server:
-    """The same gunicorn behind nginx, started as the container starts them."""
+          env: Mapping[str, str] | None = None, command: Sequence[str] = APP_COMMAND,
+          **server: Any) -> Server:
+    """*command* (by default the same gunicorn; empty: the container's own default,
+    ``flask-predict serve``) behind nginx, started as the container starts them."""
     nginx_bin = Path(require_nginx()).parent
     variables = {"PROXY_RUN_DIR": str(run_dir), "PROXY_USER": _user(),
                  "PATH": f"{Path(sys.executable).parent}:{nginx_bin}:{os.environ['PATH']}",
                  **(env or {})}
-    return Server("nginx+gunicorn", [str(START), *APP_COMMAND], path=path, cwd=ROOT,
+    return Server("nginx+gunicorn", [str(START), *command], path=path, cwd=ROOT,
                   env=environment(models, workers, variables), **server)
 
 

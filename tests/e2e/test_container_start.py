@@ -25,8 +25,9 @@ front = load_benchmark("front")
 
 
 def start(models: dict[str, Any], run_dir: Path, log: Path) -> tuple[subprocess.Popen[bytes], int]:
-    """The entry point with gunicorn behind nginx, as in the container; (process, port)."""
-    server = front.front(models, "/", run_dir)
+    """The entry point with its default command (flask-predict serve) behind nginx, as in the
+    container; (process, port)."""
+    server = front.front(models, "/", run_dir, command=[])
     port = harness.free_port()
     env = {**os.environ, **{k: v.replace("{port}", str(port)) for k, v in server.env.items()}}
     with open(log, "wb") as out:

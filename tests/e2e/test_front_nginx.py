@@ -1,5 +1,6 @@
 """The documented front: nginx (deploy/nginx/) in front of 2 sync gunicorn workers, started by
-the container's entry point (deploy/container/start) as the container starts them."""
+the container's entry point (deploy/container/start) with its default command,
+``flask-predict serve``, as the container starts them."""
 
 from __future__ import annotations
 
@@ -38,7 +39,8 @@ def port(tmp_path_factory: pytest.TempPathFactory) -> Iterator[int]:
     root = tmp_path_factory.mktemp("front")
     models.train_iris(root / "iris")
     config = {"iris": {"base_path": str(root / "iris")}}
-    server = front.front(config, IRIS, root / "run", ready_path="/v2/health/ready",
+    # the container's default command: flask-predict serve
+    server = front.front(config, IRIS, root / "run", command=[], ready_path="/v2/health/ready",
                          ready_status=200,
                          env={"FLASK_PREDICT_MAX_REQUEST_BYTES": str(LIMIT)})
     with harness.started(server, log_dir=root) as running:
