@@ -17,7 +17,7 @@ import pytest
 
 from tests.e2e.grpc_support import GrpcGunicornServer
 from tests.e2e.server import request
-from tests.tf_models import TFSERVING, TAG, export_multi
+from tests.tf_models import TAG, export_multi
 
 pytest.importorskip("flask_predict_tensorflow")
 tf = pytest.importorskip("tensorflow")
@@ -34,14 +34,14 @@ ROWS = np.array([[5.1, 3.5, 1.4, 0.2], [6.2, 2.9, 4.3, 1.3], [7.7, 3.0, 6.1, 2.3
 
 
 @pytest.fixture(scope="module")
-def server(model_config: dict[str, Any], tmp_path_factory: pytest.TempPathFactory
-           ) -> Iterator[GrpcGunicornServer]:
+def server(model_config: dict[str, Any], tmp_path_factory: pytest.TempPathFactory,
+           tfserving_models: Path) -> Iterator[GrpcGunicornServer]:
     folder = tmp_path_factory.mktemp("grpc_tf")
     models = {
         **model_config,
-        "half_plus_two": {"base_path": os.fspath(TFSERVING / "saved_model_half_plus_two_cpu"),
+        "half_plus_two": {"base_path": os.fspath(tfserving_models / "saved_model_half_plus_two_cpu"),
                           "version_labels": {"stable": 123}},
-        "half_plus_three": {"base_path": os.fspath(TFSERVING / "saved_model_half_plus_three")},
+        "half_plus_three": {"base_path": os.fspath(tfserving_models / "saved_model_half_plus_three")},
         "multi": {"base_path": os.fspath(export_multi(folder / "multi"))},
     }
     with GrpcGunicornServer(models, workers=2, log_path=folder / "server.log") as running:
