@@ -70,8 +70,18 @@ class GrpsRequest:
         return self.kind in ("gtensors", "ndarray")
 
     def instances(self) -> list[Any]:
-        """What a custom predictor receives: one instance, the payload itself."""
-        return [self.value]
+        """What a custom predictor receives: one instance, the payload itself. Tensors come
+        as numpy arrays, as grps hands a converter-less model its message: the array itself
+        for one unnamed tensor (``ndarray``), a list of arrays for several unnamed ones, a
+        dict name -> array for named ones."""
+        if not self.is_tensors:
+            return [self.value]
+        tensors: list[tuple[str, Tensor]] = self.value
+        if tensors and tensors[0][0]:
+            return [dict(tensors)]
+        if len(tensors) == 1:
+            return [tensors[0][1]]
+        return [[array for _, array in tensors]]
 
 
 # --- requests ---------------------------------------------------------------------------------
@@ -143,8 +153,8 @@ def decode_tensor(tensor: Any, index: int) -> tuple[str, Tensor]:
     if not flat and size:
         raise InvalidInput(f"tensor {label}: {dtype} data is empty: '{field}' holds no values")
     if len(flat) != size:
-        raise InvalidInput(f"tensor {label}: shape {shape} needs {size} values, got "
-                           f"{len(flat)} in '{field}'")
+        raise InvalidInput(f"tensor {label}: shape {codecs.preview(shape)} needs {size} values, "
+                           f"got {len(flat)} in '{field}'")
     where = name or f"tensor {index}"
     if datatype == "BYTES":
         if not all(isinstance(v, str) for v in flat):
@@ -165,7 +175,7 @@ def _dtype_name(value: Any, label: str) -> str:
     if isinstance(value, str) and value in DTYPES:
         return value
     raise InvalidInput(f"tensor {label}: 'dtype' must be one of {list(DTYPES)} (or its "
-                       f"number 1-9), got {value!r}")
+                       f"number 1-9), got {codecs.preview(value)}")
 
 
 def _number(value: Any, datatype: str, label: str) -> Any:
@@ -177,7 +187,7 @@ def _number(value: Any, datatype: str, label: str) -> Any:
     try:
         return int(value) if not datatype.startswith("FP") else float(value)
     except ValueError:
-        raise InvalidInput(f"tensor {label}: {value!r} is not a number")
+        raise InvalidInput(f"tensor {label}: {codecs.preview(value)} is not a number")
 
 
 def decode_gmap(value: Any) -> dict[str, dict[str, Any]]:
@@ -219,7 +229,7 @@ def _map_value(field: str, key: str, value: Any) -> Any:
             return _NON_FINITE[value]
         if isinstance(value, (int, float)) and not isinstance(value, bool):
             return float(value)
-    raise InvalidInput(f"{where}: {value!r} is not a valid {field} value")
+    raise InvalidInput(f"{where}: {codecs.preview(value)} is not a valid {field} value")
 
 
 def _integer(value: Any) -> int | None:
@@ -261,21 +271,32 @@ def message(kind: str, value: Any) -> dict[str, Any]:
     return {"status": OK_STATUS, kind: value}
 
 
-def encode_gtensors(outputs: Mapping[str, Tensor]) -> dict[str, Any]:
-    """Model outputs as ``{"tensors": [...]}``; probabilities first, as DT_FLOAT32."""
-    names = sorted(outputs, key=lambda n: n not in PROBABILITY_OUTPUTS)
-    tensors = []
-    for name in names:
+def encode_gtensors(outputs: Mapping[str, Tensor] | Sequence[tuple[str, Tensor]]
+                    ) -> dict[str, Any]:
+    """Model outputs as ``{"tensors": [...]}``; probabilities first, as DT_FLOAT32. A list
+    of (name, array) pairs keeps its order and may hold unnamed tensors."""
+    pairs = ordered_outputs(outputs)
+    return {"tensors": [encode_tensor(name, array) for name, array in pairs]}
+
+
+def ordered_outputs(outputs: Mapping[str, Tensor] | Sequence[tuple[str, Tensor]]
+                    ) -> list[tuple[str, Tensor]]:
+    """(name, array) pairs in answer order: a mapping's probabilities first, as float32."""
+    if not isinstance(outputs, Mapping):
+        return [(name, np.asarray(array)) for name, array in outputs]
+    pairs = []
+    for name in sorted(outputs, key=lambda n: n not in PROBABILITY_OUTPUTS):
         array = np.asarray(outputs[name])
         if name in PROBABILITY_OUTPUTS and array.dtype.kind == "f":
             array = array.astype(np.float32, copy=False)
-        tensors.append(encode_tensor(name, array))
-    return {"tensors": tensors}
+        pairs.append((name, array))
+    return pairs
 
 
 def encode_tensor(name: str, array: Tensor) -> dict[str, Any]:
     """One ``GenericTensor``, default fields left out."""
-    dtype = V2_TO_DTYPE.get(codecs.datatype_of(array))
+    dtype = V2_TO_DTYPE.get(codecs.datatype_of(array)) if array.dtype.kind != "O" or all(
+        isinstance(v, (bytes, str)) for v in array.flat) else None
     if dtype is None:
         raise PredictorFailed(f"output {name!r}: dtype {array.dtype} has no grps DataType")
     _, datatype, field = DTYPES[dtype]
@@ -320,25 +341,30 @@ def _text(value: Any) -> str:
     return str(value)
 
 
-def encode_ndarray(outputs: Mapping[str, Tensor]) -> Tensor:
+def encode_ndarray(outputs: Mapping[str, Tensor] | Sequence[tuple[str, Tensor]]) -> Tensor:
     """``?return-ndarray=true``: the first output (probabilities for a classifier) as a
-    float32 nested array; it must be a floating-point tensor."""
-    names = sorted(outputs, key=lambda n: n not in PROBABILITY_OUTPUTS)
-    if not names or np.asarray(outputs[names[0]]).dtype.kind != "f":
-        raise InvalidInput("No float32 tensors in output. Cannot convert to ndarray.")
-    return np.asarray(outputs[names[0]]).astype(np.float32, copy=False)
+    float32 nested array; anything else is the server's failure (500), as in grps."""
+    pairs = ordered_outputs(outputs)
+    if not pairs or pairs[0][1].dtype.kind != "f":
+        raise PredictorFailed("No float32 tensors in output. Cannot convert to ndarray.")
+    return pairs[0][1].astype(np.float32, copy=False)
 
 
 def encode_predictions(predictions: Sequence[Any]) -> tuple[str, Any]:
     """A custom predictor's predictions as a payload (kind, JSON value).
 
     A single ``str`` is ``str_data``, a single ``bytes`` ``bin_data`` and a single dict of
-    gmap fields ``gmap`` (kind ``gmap``, already encoded); anything else is the model
-    output ``predictions`` (kind ``outputs``, a mapping of arrays: numbers stay numbers,
-    other values become JSON text), sent as ``gtensors``.
+    gmap fields ``gmap`` (kind ``gmap``, already encoded). Tensors come back tensor for
+    tensor, dtypes, shapes and names kept (kind ``outputs``): a single numpy array is one
+    unnamed tensor, a list of arrays unnamed tensors in order, a dict name -> array named
+    ones. Anything else is the model output ``predictions`` (numbers stay numbers, other
+    values become JSON text).
     """
     if len(predictions) == 1:
         only = predictions[0]
+        tensors = _as_tensors(only)
+        if tensors is not None:
+            return "outputs", tensors
         if isinstance(only, str):
             return "str_data", only
         if isinstance(only, (bytes, bytearray)):
@@ -346,6 +372,17 @@ def encode_predictions(predictions: Sequence[Any]) -> tuple[str, Any]:
         if is_gmap(only):
             return "gmap", encode_gmap(only)
     return "outputs", {"predictions": codecs.predictions_to_tensor(list(predictions))}
+
+
+def _as_tensors(value: Any) -> list[tuple[str, Tensor]] | None:
+    if isinstance(value, np.ndarray):
+        return [("", value)]
+    if isinstance(value, list) and value and all(isinstance(v, np.ndarray) for v in value):
+        return [("", array) for array in value]
+    if isinstance(value, dict) and value and all(
+            isinstance(k, str) and k and isinstance(v, np.ndarray) for k, v in value.items()):
+        return list(value.items())
+    return None
 
 
 def is_gmap(value: Any) -> bool:

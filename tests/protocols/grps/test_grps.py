@@ -107,6 +107,51 @@ def test_every_dtype_round_trips_through_a_custom_predictor(grps: FlaskClient) -
             assert [int(v) for v in back] == [int(v) for v in flat], dtype
 
 
+def test_custom_predictor_gets_tensors_and_returns_them_tensor_for_tensor(
+        grps: FlaskClient) -> None:
+    """As grps hands a converter-less model its message: several tensors of different
+    shapes and dtypes come back with their names, dtypes and shapes."""
+    tensors = [{"name": "ids", "dtype": "DT_INT64", "shape": [2, 2],
+                "flat_int64": ["1", "2", "9007199254740993", "-4"]},
+               {"name": "words", "dtype": "DT_STRING", "shape": [3],
+                "flat_string": ["a", "b", "ü"]},
+               {"name": "pixels", "dtype": "DT_UINT8", "shape": [1, 2, 2],
+                "flat_uint8": [0, 1, 254, 255]},
+               {"name": "scores", "dtype": "DT_FLOAT32", "shape": [1],
+                "flat_float32": [0.1]}]
+    got = grps.post(PREDICT, json={"model": "mirror", "gtensors": {"tensors": tensors}})
+    assert got.status_code == 200, got.data
+    assert got.get_json()["gtensors"]["tensors"] == tensors
+
+
+def test_custom_predictor_ndarray_comes_back_float32(grps: FlaskClient) -> None:
+    got = grps.post(PREDICT, json={"model": "mirror", "ndarray": [[1, 2.5], [3, 0.1]]})
+    assert got.get_json()["gtensors"] == {"tensors": [
+        {"dtype": "DT_FLOAT32", "shape": [2, 2], "flat_float32": [1.0, 2.5, 3.0, 0.1]}]}
+    unnamed = grps.post(PREDICT, json={"model": "mirror", "gtensors": {"tensors": [
+        {"dtype": "DT_INT32", "shape": [1], "flat_int32": [7]},
+        {"dtype": "DT_FLOAT64", "shape": [], "flat_float64": [0.5]}]}})
+    assert unnamed.get_json()["gtensors"]["tensors"] == [
+        {"dtype": "DT_INT32", "shape": [1], "flat_int32": [7]},
+        {"dtype": "DT_FLOAT64", "flat_float64": [0.5]}]
+    ndarray = grps.post(PREDICT + "?return-ndarray=true",
+                        json={"model": "mirror", "ndarray": [[1, 2.5]]})
+    assert ndarray.get_json() == {"status": {"code": 200, "msg": "OK", "status": "SUCCESS"},
+                                  "ndarray": [[1.0, 2.5]]}
+
+
+def test_output_that_cannot_be_sent_is_the_servers_failure(grps: FlaskClient) -> None:
+    """grps answers its server-error status when the output cannot become what the
+    request asked for."""
+    got = grps.post(PREDICT + "?return-ndarray=true",
+                    json={"model": "mirror", "gtensors": {"tensors": [
+                        {"dtype": "DT_STRING", "shape": [1], "flat_string": ["x"]}]}})
+    assert got.status_code == 500
+    assert got.get_json()["status"] == {
+        "code": 500, "msg": "No float32 tensors in output. Cannot convert to ndarray.",
+        "status": "FAILURE"}
+
+
 def test_flat_float32_prints_the_shortest_float32() -> None:
     tensor = wire.encode_tensor("x", np.array([0.1, 1e-8], np.float32))
     assert b'"flat_float32":[0.1,1e-8]' in codecs.dumps(tensor)
