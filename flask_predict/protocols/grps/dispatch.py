@@ -14,7 +14,7 @@ from ...errors import InvalidInput, ModelNotFound
 from ...served import LoadedVersion, ServedModel
 from ...shared_state import RequestMetrics, SharedFlag, StateDir
 from ...types import InferenceRequest, Tensor
-from . import wire
+from . import wire, yaml_text
 
 if TYPE_CHECKING:  # the state module is Flask's side; only its type is needed here
     from ...state import PredictState
@@ -130,7 +130,7 @@ def server_metadata(state: PredictState) -> str:
         own_version = package_version("flask-predict")
     except PackageNotFoundError:
         own_version = "unknown"
-    return wire.to_yaml({
+    return yaml_text.to_yaml({
         "server": {"name": state.settings.server_name, "version": own_version,
                    "protocols": list(state.settings.protocols),
                    "default_model": grps_state(state).default_model},
@@ -147,7 +147,7 @@ def model_metadata(state: PredictState, model_id: Any) -> str:
     except ModelNotFound:
         raise ModelNotFound(f"Model not found: {model_id}")
     try:
-        return wire.to_yaml(describe_model(state.service.model(loaded.name), loaded))
+        return yaml_text.to_yaml(describe_model(state.service.model(loaded.name), loaded))
     finally:
         loaded.release()
 

@@ -13,7 +13,7 @@ from flask.testing import FlaskClient
 
 from flask_predict import codecs
 from flask_predict.errors import ConfigError, InvalidInput
-from flask_predict.protocols.grps import wire
+from flask_predict.protocols.grps import gmap, wire, yaml_text
 from flask_predict.types import Signature, TensorSpec
 from tests.conftest import AppFactory
 from tests.protocols.grps.models import make_grps_models
@@ -416,7 +416,7 @@ def test_encode_predictions_kinds() -> None:
     assert wire.encode_predictions([b"x"]) == ("bin_data", b"x")
     assert wire.encode_predictions([{"s_i64": {"k": 2 ** 40}}]) == (
         "gmap", {"s_i64": {"k": str(2 ** 40)}})
-    assert wire.encode_gmap({"s_f": {"a": np.float32(0.1), "b": float("nan")},
+    assert gmap.encode_gmap({"s_f": {"a": np.float32(0.1), "b": float("nan")},
                              "s_d": {"a": 0.1}, "s_b": {"a": "hi"}, "s_s": {}}) == {
         "s_f": {"a": 0.1, "b": "NaN"}, "s_d": {"a": 0.1}, "s_b": {"a": "aGk="}}
     kind, outputs = wire.encode_predictions([1.5, 2.5])
@@ -424,5 +424,5 @@ def test_encode_predictions_kinds() -> None:
 
 
 def test_to_yaml() -> None:
-    text = wire.to_yaml({"a": [1, {"b": "x y", "c": []}], "d": None, "e": {}})
+    text = yaml_text.to_yaml({"a": [1, {"b": "x y", "c": []}], "d": None, "e": {}})
     assert text == 'a:\n  - 1\n  - b: "x y"\n    c: []\nd: null\ne: {}\n'
