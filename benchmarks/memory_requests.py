@@ -31,7 +31,7 @@ sys.path.insert(0, str(HERE.parent))
 
 import harness  # noqa: E402
 
-from demo.make_models import train_iris  # noqa: E402
+from flask_predict.demo import train_iris  # noqa: E402
 
 ROOT = HERE.parent
 NO_TRIM_CONF = """\

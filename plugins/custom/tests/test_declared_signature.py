@@ -13,8 +13,8 @@ import pytest
 from flask import Flask
 from flask.testing import FlaskClient
 
-from demo.make_models import make_iris_names
 from flask_predict import FlaskPredict
+from flask_predict.demo import make_iris_names
 from flask_predict_custom import CustomPredictor
 from tests.models import make_custom
 

@@ -67,11 +67,10 @@ def test_floats_printed_as_tf_servings_writer_does(tf_client: FlaskClient) -> No
     assert columnar.data == b'{"outputs":1e+07}'
 
 
-def test_shortest_numbers_on_request(make_app: Any) -> None:
+def test_shortest_numbers_on_request(make_app: Any, tf_models: dict[str, Any]) -> None:
     """PREDICT_TFSERVING_NUMBERS = "shortest": the shortest text that reads back the same."""
-    app = make_app({"half_plus_two": {
-        "base_path": str(TFSERVING / "saved_model_half_plus_two_cpu")}},
-        protocols=["tfserving"], tfserving_numbers="shortest")
+    app = make_app({"half_plus_two": tf_models["half_plus_two"]},
+                   protocols=["tfserving"], tfserving_numbers="shortest")
     got = app.test_client().post("/v1/models/half_plus_two:predict",
                                  data='{"instances": [17999996.0, 0.6666667]}')
     assert got.data == b'{"predictions":[9000000.0,2.3333333]}'
