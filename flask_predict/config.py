@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import Any, Mapping
 
 from .errors import ConfigError
-from .types import ModelSpec, VersionPolicy
+from .types import Limits, ModelSpec, VersionPolicy
 from .vertex_storage import VARIABLE as STORAGE_VARIABLE
 from .vertex_storage import storage_base_path
 
@@ -28,6 +28,11 @@ DEFAULTS: dict[str, Any] = {
     "PREDICT_PROTOCOLS": list(ALL_PROTOCOLS),
     "PREDICT_URL_PREFIX": "",
     "PREDICT_MAX_REQUEST_BYTES": 64 * 1024 * 1024,
+    "PREDICT_MAX_INFLATE_RATIO": 200,
+    "PREDICT_MAX_JSON_DEPTH": 64,
+    "PREDICT_MAX_INSTANCES": 100_000,
+    "PREDICT_MAX_TENSOR_ELEMENTS": 2**25,
+    "PREDICT_TFSERVING_NUMBERS": "tfserving",
     "PREDICT_WORKERS": 1,
     "PREDICT_THREADS": None,
     "PREDICT_POLL_SECONDS": 2.0,
@@ -58,6 +63,10 @@ MODEL_KEYS = frozenset({"base_path", "predictor", "version_policy", "version_lab
                "default_version", "model_platform", "options", "timeout_seconds"})
 
 
+MAX_JSON_DEPTH_CEILING = 512
+"""``PREDICT_MAX_JSON_DEPTH`` may not go past this: the parsers and numpy stop sooner."""
+
+
 @dataclass(frozen=True)
 class Settings:
     """Validated settings of one app."""
@@ -66,6 +75,10 @@ class Settings:
     protocols: tuple[str, ...]
     url_prefix: str
     max_request_bytes: int
+    limits: Limits
+    tfserving_numbers: str
+    """How the TF Serving routes print floats: ``tfserving`` (its writer's rule, exactly) or
+    ``shortest`` (the shortest text that reads back the same value; faster)."""
     threads: int
     """Native threads each library may use in this process (BLAS, OpenMP, XGBoost, TF)."""
     poll_seconds: float
@@ -150,6 +163,13 @@ def read_settings(config: Mapping[str, Any]) -> Settings:
         protocols=tuple(protocols),
         url_prefix=prefix,
         max_request_bytes=_number(values, "PREDICT_MAX_REQUEST_BYTES", int, minimum=1),
+        limits=Limits(
+            max_inflate_ratio=_number(values, "PREDICT_MAX_INFLATE_RATIO", int, minimum=1),
+            max_json_depth=_number(values, "PREDICT_MAX_JSON_DEPTH", int, minimum=2,
+                                   maximum=MAX_JSON_DEPTH_CEILING),
+            max_instances=_number(values, "PREDICT_MAX_INSTANCES", int, minimum=1),
+            max_tensor_elements=_number(values, "PREDICT_MAX_TENSOR_ELEMENTS", int, minimum=1),
+        ),
         threads=threads,
         poll_seconds=_number(values, "PREDICT_POLL_SECONDS", float, minimum=0),
         timeout_seconds=_timeout(values["PREDICT_TIMEOUT_SECONDS"], "PREDICT_TIMEOUT_SECONDS"),
@@ -167,6 +187,7 @@ def read_settings(config: Mapping[str, Any]) -> Settings:
                              frozenset(_str_list(values, "PREDICT_AIPLATFORM_PROJECTS"))),
         grps_default_model=values["PREDICT_GRPS_DEFAULT_MODEL"] or None,
         grps_start_online=_bool(values, "PREDICT_GRPS_START_ONLINE"),
+        tfserving_numbers=_choice(values, "PREDICT_TFSERVING_NUMBERS", ("tfserving", "shortest")),
         manage_process=_bool(values, "PREDICT_MANAGE_PROCESS"),
         load_in_background=_bool(values, "PREDICT_LOAD_IN_BACKGROUND"),
         load_wait_seconds=_number(values, "PREDICT_LOAD_WAIT_SECONDS", float, minimum=0),
@@ -426,6 +447,13 @@ def _number(values: Mapping[str, Any], key: str, kind: type, minimum: float,
     if maximum is not None and number > maximum:
         raise ConfigError(f"{key} must be at most {maximum}, got {value!r}")
     return number
+
+
+def _choice(values: Mapping[str, Any], key: str, choices: tuple[str, ...]) -> str:
+    value = values[key]
+    if value not in choices:
+        raise ConfigError(f"{key} must be one of {list(choices)}, got {value!r}")
+    return str(value)
 
 
 def _bool(values: Mapping[str, Any], key: str) -> bool:

@@ -34,6 +34,13 @@ NAMES = ["setosa", "versicolor", "virginica"]
 
 
 class IrisNames:
+    # What it takes and returns, for V2 / TF Serving / grps metadata and their decoding:
+    # rows of 4 floats in, one class name per row out.
+    signature = {
+        "inputs": [{"name": "features", "datatype": "FP64", "shape": [-1, 4]}],
+        "outputs": [{"name": "species", "datatype": "BYTES", "shape": [-1]}],
+    }
+
     def __init__(self, model):
         self._model = model
 

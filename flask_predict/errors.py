@@ -21,6 +21,7 @@ class Code(enum.Enum):
     UNIMPLEMENTED = "UNIMPLEMENTED"
     INTERNAL = "INTERNAL"
     PAYLOAD_TOO_LARGE = "PAYLOAD_TOO_LARGE"
+    METHOD_NOT_ALLOWED = "METHOD_NOT_ALLOWED"
 
 
 HTTP_STATUS: dict[Code, int] = {
@@ -32,6 +33,7 @@ HTTP_STATUS: dict[Code, int] = {
     Code.UNIMPLEMENTED: 501,
     Code.INTERNAL: 500,
     Code.PAYLOAD_TOO_LARGE: 413,
+    Code.METHOD_NOT_ALLOWED: 405,
 }
 """HTTP status for each code, as TF Serving's ``ToHTTPStatusCode`` maps them."""
 
@@ -66,6 +68,12 @@ class PayloadTooLarge(PredictError):
     """The request body is over the configured size limit (HTTP 413)."""
 
     code = Code.PAYLOAD_TOO_LARGE
+
+
+class MethodNotAllowedError(PredictError):
+    """A known route asked with a method it does not take (HTTP 405)."""
+
+    code = Code.METHOD_NOT_ALLOWED
 
 
 class ModelNotFound(PredictError):

@@ -86,6 +86,11 @@ def child_exit(server_: Any, worker: Any) -> None:
     server.worker_gone(worker)
 
 
+def post_request(worker: Any, req: Any, environ: dict[str, Any], resp: Any) -> None:
+    # after a large request, give the freed heap back to the system (glibc malloc_trim)
+    server.request_done(environ)
+
+
 def worker_exit(server_: Any, worker: Any) -> None:
     # gunicorn may call this in the master for a dead worker: act only if this process
     # really loaded the app.

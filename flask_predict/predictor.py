@@ -88,10 +88,12 @@ class Predictor(abc.ABC):
 
         *outputs* limits the outputs computed (``None``: all). The default turns the inputs
         into instances (one input: its rows; several: one object per row), calls
-        :meth:`predict` and returns the predictions as the output ``predictions``.
+        :meth:`predict` and returns the predictions as the signature's output (``predictions``
+        unless declared otherwise); with several outputs declared, each prediction is an
+        object naming them.
         """
         predictions = self.predict(codecs.tensors_to_instances(inputs))
-        return {"predictions": codecs.predictions_to_tensor(predictions)}
+        return codecs.predictions_to_outputs(predictions, self.signature(signature).outputs)
 
     def metadata(self) -> ModelMetadata:
         """Inputs and outputs (name, datatype, shape) per signature, and the platform.

@@ -19,6 +19,7 @@ from .artifacts import version_folders, version_path
 from .config import MODEL_KEYS, Settings, config_from_environ, read_settings
 from .errors import ConfigError
 from .extension import close_app
+from .memory import release
 from .readiness import ReadyMarks
 from .plugins import check_options, detect_predictor, did_you_mean, installed_names, \
     manifests
@@ -242,6 +243,11 @@ def stop_grpc(app: Any, grace: float | None = None) -> None:
     server = state.extras.pop(GRPC_SERVER_KEY, None) if state is not None else None
     if server is not None:
         server.stop(grace)
+
+
+def request_done(environ: dict[str, Any]) -> None:
+    """After each request: return memory to the system if it was a large one."""
+    release(environ)
 
 
 def close_worker(app: Any) -> None:

@@ -104,6 +104,21 @@ class ModelSpec:
     ``PREDICT_TIMEOUT_SECONDS``."""
 
 
+@dataclass(frozen=True)
+class Limits:
+    """What one request may ask of a worker; past a limit it is refused with 413 (or 400
+    for nesting), in the protocol's own format."""
+
+    max_inflate_ratio: int
+    """A gzip/deflate body may inflate to at most this many times its size."""
+    max_json_depth: int
+    """Arrays and objects nested deeper than this are refused (400)."""
+    max_instances: int
+    """Instances (rows, the batch dimension) in one request."""
+    max_tensor_elements: int
+    """Elements in one input tensor."""
+
+
 @dataclass
 class InferenceRequest:
     """A decoded request, the same for every protocol."""

@@ -3,12 +3,15 @@
 from __future__ import annotations
 
 import logging
-from typing import Any
+import zlib
+from typing import Any, Callable, Iterable
 
-from flask import Response, request
+from flask import Response, current_app, request
+from flask.typing import ResponseReturnValue
 from werkzeug.exceptions import ClientDisconnected, HTTPException, RequestEntityTooLarge
+from werkzeug.routing import RoutingException
 
-from .. import codecs
+from .. import codecs, limits, memory
 from ..errors import InvalidInput, PayloadTooLarge, PredictError
 from ..state import get_state
 
@@ -16,10 +19,24 @@ logger = logging.getLogger("flask_predict.protocols")
 
 JSON_MIMETYPE = "application/json"
 
+ENCODINGS = {"gzip": 16 + zlib.MAX_WBITS, "x-gzip": 16 + zlib.MAX_WBITS,
+             "deflate": zlib.MAX_WBITS}
+"""``Content-Encoding`` -> zlib window bits (what TF Serving and tritonclient send)."""
+
 
 def read_body() -> bytes:
-    """The request body, at most ``PREDICT_MAX_REQUEST_BYTES`` long (413 past that)."""
-    limit = get_state().settings.max_request_bytes
+    """The request body, inflated per its ``Content-Encoding``: at most
+    ``PREDICT_MAX_REQUEST_BYTES`` as sent and once inflated (413 past either), and at most
+    ``PREDICT_MAX_INFLATE_RATIO`` times its compressed size."""
+    settings = get_state().settings
+    limit = settings.max_request_bytes
+    body = inflate(_read_raw(limit), request.headers.get("Content-Encoding"), limit,
+                   settings.limits.max_inflate_ratio)
+    memory.note_request_size(request.environ, len(body))
+    return body
+
+
+def _read_raw(limit: int) -> bytes:
     length = request.content_length
     if length is not None and length > limit:
         raise PayloadTooLarge(f"request body of {length} bytes is over the limit of "
@@ -49,6 +66,41 @@ def _read_exactly(length: int) -> bytes:
     return data
 
 
+def inflate(body: bytes, encoding: str | None, limit: int, ratio: int) -> bytes:
+    """*body* decoded per its ``Content-Encoding`` (gzip, deflate or identity), never more
+    than *limit* bytes nor *ratio* times its own size: the work a small compressed body can
+    cause is bounded before it is done. Concatenated gzip members are read in turn."""
+    name = (encoding or "identity").strip().lower()
+    if name == "identity" or not body and name in ENCODINGS:
+        return body
+    if name not in ENCODINGS:
+        raise InvalidInput(f"unsupported Content-Encoding {encoding!r}; use gzip or deflate")
+    budget = min(limit, ratio * len(body))
+    parts: list[bytes] = []
+    left, rest = budget + 1, body
+    while rest and left > 0:
+        decoder = zlib.decompressobj(ENCODINGS[name])
+        try:
+            part = decoder.decompress(rest, left)
+        except zlib.error as exc:
+            raise InvalidInput(f"the {name} request body is corrupt: {exc}")
+        parts.append(part)
+        left -= len(part)
+        if left <= 0:
+            break
+        if not decoder.eof:
+            raise InvalidInput(f"the {name} request body is truncated")
+        rest = decoder.unused_data if name != "deflate" else b""
+        if decoder.unused_data and name == "deflate":
+            raise InvalidInput("the deflate request body has data after its end")
+    data = b"".join(parts)
+    if len(data) > budget:
+        why = (f"more than {limit} bytes" if budget == limit else
+               f"more than {ratio} times its size ({len(body)} bytes)")
+        raise PayloadTooLarge(f"the {name} request body inflates to {why}")
+    return data
+
+
 def read_json() -> Any:
     """The body parsed as JSON (``NaN``/``Infinity`` allowed); 400 when it is not JSON.
 
@@ -57,11 +109,13 @@ def read_json() -> Any:
     return parse_json(read_body())
 
 
-def parse_json(body: bytes) -> Any:
-    """*body* parsed as :func:`read_json` parses it."""
+def parse_json(body: bytes, parse: Callable[[bytes], Any] = codecs.loads) -> Any:
+    """*body* parsed by *parse*, at most ``PREDICT_MAX_JSON_DEPTH`` levels deep."""
     if not body or body.isspace():
         raise InvalidInput("JSON Parse error: The document is empty")
-    return codecs.loads(body)
+    document = parse(body)
+    codecs.check_depth(body, get_state().settings.limits.max_json_depth)
+    return document
 
 
 def read_json_object() -> dict[str, Any]:
@@ -70,6 +124,16 @@ def read_json_object() -> dict[str, Any]:
     if not isinstance(body, dict):
         raise InvalidInput(f"the request body must be a JSON object, got {json_kind(body)}")
     return body
+
+
+def check_instances(count: int) -> None:
+    """413 when one request holds more than ``PREDICT_MAX_INSTANCES`` instances."""
+    limits.check_instances(get_state().settings.limits, count)
+
+
+def check_elements(shape: Iterable[int], name: str) -> None:
+    """413 when input *name* of *shape* holds more than ``PREDICT_MAX_TENSOR_ELEMENTS``."""
+    limits.check_elements(get_state().settings.limits, shape, name)
 
 
 def json_response(payload: Any, status: int = 200) -> Response:
@@ -94,6 +158,32 @@ def as_predict_error(exc: Exception) -> PredictError:
     else:
         logger.info("%s %s: %s", request.method, request.path, error.message)
     return error
+
+
+def error_handler(render: Callable[[Exception], ResponseReturnValue]
+                  ) -> Callable[[Exception], ResponseReturnValue]:
+    """A blueprint's error handler: the extension's own errors (and unexpected ones) in the
+    protocol's format, by *render*; an HTTP error the host app raised (its auth, its rate
+    limiter, ``abort()`` in its ``before_request``) goes to the host app's own error handlers
+    untouched, or answers as Werkzeug renders it."""
+    def handle(exc: Exception) -> ResponseReturnValue:
+        if isinstance(exc, HTTPException):
+            return host_http_error(exc)
+        return render(exc)
+
+    return handle
+
+
+def host_http_error(exc: HTTPException) -> ResponseReturnValue:
+    """What the app would answer for *exc* if this blueprint had no error handler."""
+    if isinstance(exc, RoutingException) or exc.code is None:
+        return exc
+    find = getattr(current_app, "_find_error_handler", None)  # Flask >= 2.0.1
+    handler = find(exc, []) if find is not None else None
+    if handler is None:
+        return exc
+    answer: ResponseReturnValue = current_app.ensure_sync(handler)(exc)
+    return answer
 
 
 def json_error(exc: Exception) -> Response:

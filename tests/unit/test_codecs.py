@@ -120,11 +120,12 @@ def test_rows_named_inputs() -> None:
 
 
 @pytest.mark.parametrize("instances, message", [
-    (3, "must be a list"),
-    ([], "must not be empty"),
-    ([{"a": 1.0, "c": "x"}], "unknown input"),
-    ([{"a": 1.0, "b": "x"}, {"a": 2.0}], "same inputs"),
-    ([1.0, 2.0], "each instance must be an object"),
+    (3, "Expecting 'instances' to be an list/array"),
+    ([], "No values in 'instances' array"),
+    ([{"a": 1.0, "c": "x"}], "does not have named input: c"),
+    ([{"a": 1.0, "b": "x"}, {"a": 2.0}], "Failed to process element: 1 of 'instances' list. "
+                                         'JSON object: {"a":2.0} keys must be equal to: a,b'),
+    ([1.0, 2.0], "instances is a plain list, but expecting list of objects"),
 ])
 def test_rows_errors(instances: object, message: str) -> None:
     with pytest.raises(InvalidInput, match=message):
@@ -153,3 +154,38 @@ def test_predictions_to_tensor() -> None:
 def test_datatype_table_round_trips() -> None:
     for name, dtype in codecs.V2_TO_NUMPY.items():
         assert codecs.NUMPY_TO_V2[dtype] == name
+
+
+def test_preview_never_prints_more_than_it_shows() -> None:
+    huge = {"instances": [[0.5] * 1000 for _ in range(10_000)], "s": "x" * 10**6}
+    text = codecs.preview(huge)
+    assert text.startswith('{"instances":[[0.5,0.5,') and text.endswith("...")
+    assert len(text) == 203
+    assert codecs.preview("x" * 10**7, 10) == '"xxxxxxxxx...'
+    assert codecs.preview([1.5, 9e6, math.nan, 2**70]) == "[1.5,9e+06,NaN,1180591620717411303424]"
+
+
+@pytest.mark.parametrize("chunk, shape, message", [
+    (b"\0\0\0\0" * 3, (2,), r"shape \[2\] needs 2 values, got more"),
+    (b"\1\0\0\0a", (3,), r"shape \[3\] needs 3 values, got 1"),
+    (b"\1\0\0", (1,), "ends inside a length prefix"),
+])
+def test_binary_bytes_are_counted_while_cut(chunk: bytes, shape: tuple[int, ...],
+                                            message: str) -> None:
+    from flask_predict.protocols.kserve_v2.binary import binary_to_array
+
+    with pytest.raises(InvalidInput, match=message):
+        binary_to_array(chunk, "BYTES", shape, "x")
+
+
+@pytest.mark.parametrize("values, datatype", [
+    ([1, True], "FP32"), ([[1.0], [False]], "FP64"), ([True], "INT64"), ([2**70, True], "FP64")])
+def test_to_array_refuses_booleans_for_numbers(values: object, datatype: str) -> None:
+    with pytest.raises(InvalidInput, match="got booleans"):
+        codecs.to_array(values, datatype, "x")
+
+
+def test_to_array_refuses_floats_past_the_datatypes_range() -> None:
+    with pytest.raises(InvalidInput, match="value out of range for FP32"):
+        codecs.to_array([1e39], "FP32", "x")
+    assert codecs.to_array([1e39, math.inf], "FP64", "x")[0] == 1e39

@@ -8,7 +8,7 @@ from ... import codecs
 from ...errors import InvalidInput
 from ...served import LoadedVersion
 from ...service import ModelService
-from .._http import json_kind, parse_json
+from .._http import check_elements, check_instances, json_kind, parse_json
 
 Decoder = Callable[[Any], tuple[list[Any], dict[str, Any]]]
 """Splits a parsed body into the instances and the predictor's keyword arguments."""
@@ -57,8 +57,11 @@ def run_predict(service: ModelService, body: bytes, loaded: LoadedVersion,
     """
     matrix = codecs.number_matrix(body, "instances")
     if matrix is not None:
+        check_instances(len(matrix))
+        check_elements(matrix.shape, "instances")
         predictions = service.predict_matrix(loaded, matrix)
         if predictions is not None:
             return predictions
     instances, kwargs = decode(parse_json(body))
+    check_instances(len(instances))
     return service.predict_instances(loaded, instances, kwargs)

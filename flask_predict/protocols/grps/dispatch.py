@@ -9,11 +9,12 @@ from dataclasses import dataclass
 from importlib.metadata import PackageNotFoundError, version as package_version
 from typing import TYPE_CHECKING, Any, Iterator
 
+from ... import limits
 from ...errors import InvalidInput, ModelNotFound
 from ...served import LoadedVersion, ServedModel
 from ...shared_state import RequestMetrics, SharedFlag, StateDir
 from ...types import InferenceRequest, Tensor
-from . import wire
+from . import wire, yaml_text
 
 if TYPE_CHECKING:  # the state module is Flask's side; only its type is needed here
     from ...state import PredictState
@@ -78,12 +79,20 @@ def default_model(state: PredictState) -> str:
 
 # --- predict ----------------------------------------------------------------------------------
 
+def check_limits(state: PredictState, message: wire.GrpsRequest) -> None:
+    """413 for tensors past ``PREDICT_MAX_INSTANCES`` or ``PREDICT_MAX_TENSOR_ELEMENTS``."""
+    if message.is_tensors:
+        for name, array in message.value:
+            limits.check_instances(state.settings.limits, array.shape[0] if array.ndim else 1)
+            limits.check_elements(state.settings.limits, array.shape, name or "ndarray")
+
+
 def predict(state: PredictState, loaded: LoadedVersion,
             message: wire.GrpsRequest) -> tuple[str, Any]:
     """The answer's payload (kind, value) from the held version *loaded*: model outputs
-    for tensors, else what the predictor's instances door returns
-    (see :func:`wire.encode_predictions`)."""
-    if message.is_tensors:
+    for tensors, else what the predictor's instances door returns (tensors too, as arrays,
+    for a custom predictor that declares no signature; see :func:`wire.encode_predictions`)."""
+    if message.is_tensors and not loaded.metadata.instances_door:
         return "outputs", predict_tensors(state, loaded, message)
     predictions = state.service.predict_instances(loaded, message.instances(), {})
     return wire.encode_predictions(predictions)
@@ -92,7 +101,7 @@ def predict(state: PredictState, loaded: LoadedVersion,
 def predict_stream(state: PredictState, loaded: LoadedVersion,
                    message: wire.GrpsRequest) -> Iterator[tuple[str, Any]]:
     """One payload per message the model streams (a tensor model answers once)."""
-    if message.is_tensors:
+    if message.is_tensors and not loaded.metadata.instances_door:
         return iter([("outputs", predict_tensors(state, loaded, message))])
     return (wire.encode_predictions(predictions) for predictions in
             state.service.predict_stream(loaded, message.instances(), {}))
@@ -121,7 +130,7 @@ def server_metadata(state: PredictState) -> str:
         own_version = package_version("flask-predict")
     except PackageNotFoundError:
         own_version = "unknown"
-    return wire.to_yaml({
+    return yaml_text.to_yaml({
         "server": {"name": state.settings.server_name, "version": own_version,
                    "protocols": list(state.settings.protocols),
                    "default_model": grps_state(state).default_model},
@@ -138,7 +147,7 @@ def model_metadata(state: PredictState, model_id: Any) -> str:
     except ModelNotFound:
         raise ModelNotFound(f"Model not found: {model_id}")
     try:
-        return wire.to_yaml(describe_model(state.service.model(loaded.name), loaded))
+        return yaml_text.to_yaml(describe_model(state.service.model(loaded.name), loaded))
     finally:
         loaded.release()
 

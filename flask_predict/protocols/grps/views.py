@@ -17,11 +17,13 @@ from flask.blueprints import BlueprintSetupState
 from flask.typing import ResponseReturnValue
 
 from ... import codecs
-from ...errors import ConfigError, InvalidInput, ModelNotFound
+from ...errors import (ConfigError, InvalidInput, MethodNotAllowedError, ModelNotFound,
+                       PredictError, PredictorFailed)
 from ...state import EXTENSION_KEY, PredictState, get_state
 from ...served import LoadedVersion
 from ...shared_state import LATENCY_BUCKETS_MS, MetricsSnapshot, StateDir
-from .._http import as_predict_error, json_response, read_body, read_json
+from .._http import (as_predict_error, error_handler, json_response, parse_json, read_body,
+                     read_json)
 from . import dispatch, wire
 
 bp = Blueprint("predict_grps", __name__)
@@ -29,6 +31,7 @@ bp = Blueprint("predict_grps", __name__)
 ROOT = "/grps/v1"
 BINARY_MIMETYPE = "application/octet-stream"
 EITHER = ["GET", "POST"]
+ALL_METHODS = ["GET", "POST", "PUT", "PATCH", "DELETE", "HEAD", "OPTIONS"]
 CDF_PERCENTS = (*range(10, 100, 10), *range(91, 100), 99.9, 99.99)
 
 
@@ -111,8 +114,9 @@ def _predict() -> Response:
     if binary:
         message = wire.GrpsRequest("", "bin_data", body)
     else:
-        message = wire.decode_message(codecs.loads(body))
+        message = wire.decode_message(parse_json(body))
     state = get_state()
+    dispatch.check_limits(state, message)
     model_id = message.model or request.args.get("model") or dispatch.default_model(state)
     loaded = dispatch.acquire_model(state, model_id)
     if streaming:
@@ -141,7 +145,7 @@ def _query_flag(name: str) -> bool:
 def _answer(kind: str, value: Any, return_ndarray: bool) -> Response:
     if return_ndarray:
         if kind != "outputs":
-            raise InvalidInput("No float32 tensors in output. Cannot convert to ndarray.")
+            raise PredictorFailed("No float32 tensors in output. Cannot convert to ndarray.")
         return json_response({"status": wire.OK_STATUS, "ndarray": wire.encode_ndarray(value)})
     if kind == "bin_data":
         return Response(value, mimetype=BINARY_MIMETYPE)
@@ -261,7 +265,28 @@ def monitor_series() -> ResponseReturnValue:
     return json_response({"label": "trend", "data": data})
 
 
-@bp.errorhandler(Exception)
-def handle_error(exc: Exception) -> ResponseReturnValue:
+@bp.route(f"{ROOT}", endpoint="unknown_root", methods=ALL_METHODS)
+@bp.route(f"{ROOT}/<path:rest>", methods=ALL_METHODS)
+def unknown_path(rest: str = "") -> ResponseReturnValue:
+    """Any other path, or a method a route does not take: grps's status envelope, not HTML
+    (404 for an unknown path, 405 for a known one asked with another method)."""
+    path = f"{ROOT}/{rest}".rstrip("/")
+    if path in _ROUTES:
+        raise MethodNotAllowedError(f"Method {request.method} is not allowed for {path}; use "
+                                    f"{' or '.join(_ROUTES[path])}.")
+    raise ModelNotFound(f"No such grps route: {request.method} {path}")
+
+
+_ROUTES = {f"{ROOT}/health/{name}": EITHER for name in ("online", "offline", "live", "ready")}
+_ROUTES.update({f"{ROOT}/infer/predict": ["POST"], f"{ROOT}/metadata/server": EITHER,
+                f"{ROOT}/metadata/model": ["POST"], f"{ROOT}/monitor/metrics": ["GET"],
+                f"{ROOT}/monitor/series": ["GET"]})
+"""The grps routes and their methods (for the 405 answer)."""
+
+
+def render_error(exc: Exception) -> ResponseReturnValue:
     error = as_predict_error(exc)
     return json_response(wire.error_body(error.http_status, error.message), error.http_status)
+
+
+bp.register_error_handler(Exception, error_handler(render_error))

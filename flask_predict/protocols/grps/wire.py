@@ -9,7 +9,6 @@ int64 values as numbers or strings.
 from __future__ import annotations
 
 import base64
-import binascii
 import math
 from dataclasses import dataclass
 from typing import Any, Mapping, Sequence
@@ -19,6 +18,7 @@ import numpy as np
 from ... import codecs
 from ...errors import InvalidInput, PredictorFailed
 from ...types import Signature, Tensor
+from .gmap import NON_FINITE, decode_gmap, encode_gmap, is_gmap, non_finite_text, text_value
 
 OK_STATUS = {"code": 200, "msg": "OK", "status": "SUCCESS"}
 
@@ -44,14 +44,10 @@ V2_TO_DTYPE.update({"BOOL": "DT_UINT8", "UINT16": "DT_INT32", "UINT32": "DT_INT6
 FIELD_ALIASES = {"flat_float64": "flat_double"}
 """grps's interface document writes ``flat_double``; it is read as ``flat_float64``."""
 
-GMAP_FIELDS = ("s_s", "s_b", "s_i32", "s_i64", "s_f", "s_d")
 PAYLOAD_FIELDS = ("str_data", "gtensors", "gmap")
 PROBABILITY_OUTPUTS = ("predict_proba", "probabilities")
 """Classifier outputs sent first, as DT_FLOAT32, so that ``return-ndarray`` shows them."""
 
-_INT32 = (-(2 ** 31), 2 ** 31 - 1)
-_INT64 = (-(2 ** 63), 2 ** 63 - 1)
-_NON_FINITE = {"NaN": math.nan, "Infinity": math.inf, "-Infinity": -math.inf}
 
 
 @dataclass
@@ -70,8 +66,18 @@ class GrpsRequest:
         return self.kind in ("gtensors", "ndarray")
 
     def instances(self) -> list[Any]:
-        """What a custom predictor receives: one instance, the payload itself."""
-        return [self.value]
+        """What a custom predictor receives: one instance, the payload itself. Tensors come
+        as numpy arrays, as grps hands a converter-less model its message: the array itself
+        for one unnamed tensor (``ndarray``), a list of arrays for several unnamed ones, a
+        dict name -> array for named ones."""
+        if not self.is_tensors:
+            return [self.value]
+        tensors: list[tuple[str, Tensor]] = self.value
+        if tensors and tensors[0][0]:
+            return [dict(tensors)]
+        if len(tensors) == 1:
+            return [tensors[0][1]]
+        return [[array for _, array in tensors]]
 
 
 # --- requests ---------------------------------------------------------------------------------
@@ -143,8 +149,8 @@ def decode_tensor(tensor: Any, index: int) -> tuple[str, Tensor]:
     if not flat and size:
         raise InvalidInput(f"tensor {label}: {dtype} data is empty: '{field}' holds no values")
     if len(flat) != size:
-        raise InvalidInput(f"tensor {label}: shape {shape} needs {size} values, got "
-                           f"{len(flat)} in '{field}'")
+        raise InvalidInput(f"tensor {label}: shape {codecs.preview(shape)} needs {size} values, "
+                           f"got {len(flat)} in '{field}'")
     where = name or f"tensor {index}"
     if datatype == "BYTES":
         if not all(isinstance(v, str) for v in flat):
@@ -165,76 +171,19 @@ def _dtype_name(value: Any, label: str) -> str:
     if isinstance(value, str) and value in DTYPES:
         return value
     raise InvalidInput(f"tensor {label}: 'dtype' must be one of {list(DTYPES)} (or its "
-                       f"number 1-9), got {value!r}")
+                       f"number 1-9), got {codecs.preview(value)}")
 
 
 def _number(value: Any, datatype: str, label: str) -> Any:
     """A protobuf JSON number: numbers, or strings holding one (int64, ``"NaN"``)."""
     if not isinstance(value, str):
         return value
-    if datatype.startswith("FP") and value in _NON_FINITE:
-        return _NON_FINITE[value]
+    if datatype.startswith("FP") and value in NON_FINITE:
+        return NON_FINITE[value]
     try:
         return int(value) if not datatype.startswith("FP") else float(value)
     except ValueError:
-        raise InvalidInput(f"tensor {label}: {value!r} is not a number")
-
-
-def decode_gmap(value: Any) -> dict[str, dict[str, Any]]:
-    """A ``GenericMapData``: its map fields, bytes decoded from base64, int64 as ``int``.
-
-    Unknown fields are ignored, as protobuf's parser does.
-    """
-    if not isinstance(value, dict):
-        raise InvalidInput("'gmap' must be an object")
-    decoded: dict[str, dict[str, Any]] = {}
-    for field in GMAP_FIELDS:
-        entries = value.get(field)
-        if entries is None:
-            continue
-        if not isinstance(entries, dict):
-            raise InvalidInput(f"gmap.{field} must be an object")
-        decoded[field] = {key: _map_value(field, key, v) for key, v in entries.items()}
-    return decoded
-
-
-def _map_value(field: str, key: str, value: Any) -> Any:
-    where = f"gmap.{field}[{key!r}]"
-    if field == "s_s":
-        if isinstance(value, str):
-            return value
-    elif field == "s_b":
-        if isinstance(value, str):
-            try:
-                return base64.b64decode(value, validate=True)
-            except (binascii.Error, ValueError):
-                raise InvalidInput(f"{where}: invalid base64 data")
-    elif field in ("s_i32", "s_i64"):
-        low, high = _INT32 if field == "s_i32" else _INT64
-        number = _integer(value)
-        if number is not None and low <= number <= high:
-            return number
-    else:
-        if isinstance(value, str) and value in _NON_FINITE:
-            return _NON_FINITE[value]
-        if isinstance(value, (int, float)) and not isinstance(value, bool):
-            return float(value)
-    raise InvalidInput(f"{where}: {value!r} is not a valid {field} value")
-
-
-def _integer(value: Any) -> int | None:
-    if isinstance(value, bool):
-        return None
-    if isinstance(value, int):
-        return value
-    if isinstance(value, float) and value.is_integer():
-        return int(value)
-    if isinstance(value, str):
-        try:
-            return int(value)
-        except ValueError:
-            return None
-    return None
+        raise InvalidInput(f"tensor {label}: {codecs.preview(value)} is not a number")
 
 
 def bind_inputs(tensors: Sequence[tuple[str, Tensor]], signature: Signature) -> dict[str, Tensor]:
@@ -261,21 +210,32 @@ def message(kind: str, value: Any) -> dict[str, Any]:
     return {"status": OK_STATUS, kind: value}
 
 
-def encode_gtensors(outputs: Mapping[str, Tensor]) -> dict[str, Any]:
-    """Model outputs as ``{"tensors": [...]}``; probabilities first, as DT_FLOAT32."""
-    names = sorted(outputs, key=lambda n: n not in PROBABILITY_OUTPUTS)
-    tensors = []
-    for name in names:
+def encode_gtensors(outputs: Mapping[str, Tensor] | Sequence[tuple[str, Tensor]]
+                    ) -> dict[str, Any]:
+    """Model outputs as ``{"tensors": [...]}``; probabilities first, as DT_FLOAT32. A list
+    of (name, array) pairs keeps its order and may hold unnamed tensors."""
+    pairs = ordered_outputs(outputs)
+    return {"tensors": [encode_tensor(name, array) for name, array in pairs]}
+
+
+def ordered_outputs(outputs: Mapping[str, Tensor] | Sequence[tuple[str, Tensor]]
+                    ) -> list[tuple[str, Tensor]]:
+    """(name, array) pairs in answer order: a mapping's probabilities first, as float32."""
+    if not isinstance(outputs, Mapping):
+        return [(name, np.asarray(array)) for name, array in outputs]
+    pairs = []
+    for name in sorted(outputs, key=lambda n: n not in PROBABILITY_OUTPUTS):
         array = np.asarray(outputs[name])
         if name in PROBABILITY_OUTPUTS and array.dtype.kind == "f":
             array = array.astype(np.float32, copy=False)
-        tensors.append(encode_tensor(name, array))
-    return {"tensors": tensors}
+        pairs.append((name, array))
+    return pairs
 
 
 def encode_tensor(name: str, array: Tensor) -> dict[str, Any]:
     """One ``GenericTensor``, default fields left out."""
-    dtype = V2_TO_DTYPE.get(codecs.datatype_of(array))
+    dtype = V2_TO_DTYPE.get(codecs.datatype_of(array)) if array.dtype.kind != "O" or all(
+        isinstance(v, (bytes, str)) for v in array.flat) else None
     if dtype is None:
         raise PredictorFailed(f"output {name!r}: dtype {array.dtype} has no grps DataType")
     _, datatype, field = DTYPES[dtype]
@@ -292,9 +252,9 @@ def encode_tensor(name: str, array: Tensor) -> dict[str, Any]:
 
 def _flat_values(flat: Tensor, datatype: str, name: str) -> Any:
     if datatype == "BYTES":
-        return [_text(v) for v in flat.tolist()]
+        return [text_value(v) for v in flat.tolist()]
     if datatype == "INT64":
-        if flat.dtype == np.uint64 and flat.size and int(flat.max()) > _INT64[1]:
+        if flat.dtype == np.uint64 and flat.size and int(flat.max()) > codecs.INT64_MAX:
             raise PredictorFailed(f"output {name!r}: value out of range for DT_INT64")
         return [str(v) for v in flat.tolist()]
     if datatype.startswith("FP"):
@@ -302,7 +262,7 @@ def _flat_values(flat: Tensor, datatype: str, name: str) -> Any:
             flat = flat.astype(np.float32, copy=False)
         if not np.isfinite(flat).all():  # protobuf JSON spells them as strings
             # str() of a float32 is its shortest text: 0.1, not 0.10000000149011612
-            return [float(str(v)) if np.isfinite(v) else _non_finite_text(float(v))
+            return [float(str(v)) if np.isfinite(v) else non_finite_text(float(v))
                     for v in flat]
         return np.ascontiguousarray(flat)
     if flat.dtype.kind == "b":
@@ -310,35 +270,30 @@ def _flat_values(flat: Tensor, datatype: str, name: str) -> Any:
     return flat.tolist()
 
 
-def _non_finite_text(value: float) -> str:
-    return "NaN" if math.isnan(value) else ("Infinity" if value > 0 else "-Infinity")
-
-
-def _text(value: Any) -> str:
-    if isinstance(value, bytes):
-        return value.decode("utf-8", errors="replace")
-    return str(value)
-
-
-def encode_ndarray(outputs: Mapping[str, Tensor]) -> Tensor:
+def encode_ndarray(outputs: Mapping[str, Tensor] | Sequence[tuple[str, Tensor]]) -> Tensor:
     """``?return-ndarray=true``: the first output (probabilities for a classifier) as a
-    float32 nested array; it must be a floating-point tensor."""
-    names = sorted(outputs, key=lambda n: n not in PROBABILITY_OUTPUTS)
-    if not names or np.asarray(outputs[names[0]]).dtype.kind != "f":
-        raise InvalidInput("No float32 tensors in output. Cannot convert to ndarray.")
-    return np.asarray(outputs[names[0]]).astype(np.float32, copy=False)
+    float32 nested array; anything else is the server's failure (500), as in grps."""
+    pairs = ordered_outputs(outputs)
+    if not pairs or pairs[0][1].dtype.kind != "f":
+        raise PredictorFailed("No float32 tensors in output. Cannot convert to ndarray.")
+    return pairs[0][1].astype(np.float32, copy=False)
 
 
 def encode_predictions(predictions: Sequence[Any]) -> tuple[str, Any]:
     """A custom predictor's predictions as a payload (kind, JSON value).
 
     A single ``str`` is ``str_data``, a single ``bytes`` ``bin_data`` and a single dict of
-    gmap fields ``gmap`` (kind ``gmap``, already encoded); anything else is the model
-    output ``predictions`` (kind ``outputs``, a mapping of arrays: numbers stay numbers,
-    other values become JSON text), sent as ``gtensors``.
+    gmap fields ``gmap`` (kind ``gmap``, already encoded). Tensors come back tensor for
+    tensor, dtypes, shapes and names kept (kind ``outputs``): a single numpy array is one
+    unnamed tensor, a list of arrays unnamed tensors in order, a dict name -> array named
+    ones. Anything else is the model output ``predictions`` (numbers stay numbers, other
+    values become JSON text).
     """
     if len(predictions) == 1:
         only = predictions[0]
+        tensors = _as_tensors(only)
+        if tensors is not None:
+            return "outputs", tensors
         if isinstance(only, str):
             return "str_data", only
         if isinstance(only, (bytes, bytearray)):
@@ -348,83 +303,12 @@ def encode_predictions(predictions: Sequence[Any]) -> tuple[str, Any]:
     return "outputs", {"predictions": codecs.predictions_to_tensor(list(predictions))}
 
 
-def is_gmap(value: Any) -> bool:
-    return (isinstance(value, dict) and bool(value)
-            and all(k in GMAP_FIELDS and isinstance(v, dict) for k, v in value.items()))
-
-
-def encode_gmap(gmap: Mapping[str, Mapping[str, Any]]) -> dict[str, Any]:
-    """A ``GenericMapData``: bytes as base64, int64 as strings, empty maps left out."""
-    encoded: dict[str, Any] = {}
-    for field in GMAP_FIELDS:
-        entries = gmap.get(field)
-        if not entries:
-            continue
-        try:
-            encoded[field] = {str(k): _encode_map_value(field, v) for k, v in entries.items()}
-        except (TypeError, ValueError):
-            raise PredictorFailed(f"the model returned a gmap whose {field} values are not "
-                                  "of that field's type")
-    return encoded
-
-
-def _encode_map_value(field: str, value: Any) -> Any:
-    if field == "s_s":
-        return value if isinstance(value, str) else _text(value)
-    if field == "s_b":
-        data = value.encode("utf-8") if isinstance(value, str) else bytes(value)
-        return base64.b64encode(data).decode("ascii")
-    if field == "s_i32":
-        return int(value)
-    if field == "s_i64":
-        return str(int(value))
-    number = float(value)
-    if not math.isfinite(number):
-        return _non_finite_text(number)
-    # s_f is a float32 field: print its shortest text, as protobuf does
-    return float(str(np.float32(number))) if field == "s_f" else number
-
-
-# --- metadata text ----------------------------------------------------------------------------
-
-def to_yaml(value: Any, indent: int = 0) -> str:
-    """A small YAML writer for the metadata text (mappings, lists, scalars)."""
-    pad = "  " * indent
-    if isinstance(value, Mapping):
-        if not value:
-            return pad + "{}\n"
-        lines = []
-        for key, item in value.items():
-            if _is_block(item):
-                lines.append(f"{pad}{key}:\n{to_yaml(item, indent + 1)}")
-            else:
-                lines.append(f"{pad}{key}: {_scalar(item)}\n")
-        return "".join(lines)
-    if isinstance(value, (list, tuple)):
-        if not value:
-            return pad + "[]\n"
-        lines = []
-        for item in value:
-            if _is_block(item):
-                text = to_yaml(item, indent + 1)
-                lines.append(f"{pad}- {text.lstrip()}")
-            else:
-                lines.append(f"{pad}- {_scalar(item)}\n")
-        return "".join(lines)
-    return pad + _scalar(value) + "\n"
-
-
-def _is_block(value: Any) -> bool:
-    return isinstance(value, (Mapping, list, tuple)) and bool(value)
-
-
-def _scalar(value: Any) -> str:
-    if value is None:
-        return "null"
-    if isinstance(value, bool):
-        return "true" if value else "false"
-    if isinstance(value, (int, float)):
-        return repr(value)
-    if isinstance(value, (Mapping, list, tuple)):
-        return "{}" if isinstance(value, Mapping) else "[]"
-    return codecs.dumps(str(value)).decode()
+def _as_tensors(value: Any) -> list[tuple[str, Tensor]] | None:
+    if isinstance(value, np.ndarray):
+        return [("", value)]
+    if isinstance(value, list) and value and all(isinstance(v, np.ndarray) for v in value):
+        return [("", array) for array in value]
+    if isinstance(value, dict) and value and all(
+            isinstance(k, str) and k and isinstance(v, np.ndarray) for k, v in value.items()):
+        return list(value.items())
+    return None

@@ -1,4 +1,4 @@
-"""The binary tensor data extension and compressed bodies: raw bytes <-> arrays.
+"""The binary tensor data extension: raw bytes <-> arrays.
 
 https://github.com/triton-inference-server/server/blob/main/docs/protocol/
 extension_binary_data.md
@@ -8,42 +8,18 @@ from __future__ import annotations
 
 import math
 import struct
-import zlib
 from typing import Any
 
 import numpy as np
 
 from ... import codecs
-from ...errors import InvalidInput, PayloadTooLarge
+from ...errors import InvalidInput
 from ...types import Tensor
 
 HEADER_LENGTH = "Inference-Header-Content-Length"
 """The binary extension's header: length of the JSON part of a body with binary data."""
 
 _LENGTH = struct.Struct("<I")
-
-ENCODINGS = {"gzip": 16 + zlib.MAX_WBITS, "deflate": zlib.MAX_WBITS}
-"""``Content-Encoding`` -> zlib window bits (tritonclient's ``request_compression_algorithm``)."""
-
-
-def decompress(body: bytes, encoding: str | None, limit: int) -> bytes:
-    """*body* decoded per its ``Content-Encoding``, at most *limit* bytes once decoded."""
-    name = (encoding or "identity").strip().lower()
-    if name == "identity":
-        return body
-    if name not in ENCODINGS:
-        raise InvalidInput(f"unsupported Content-Encoding {encoding!r}; use gzip or deflate")
-    decoder = zlib.decompressobj(ENCODINGS[name])
-    try:
-        data = decoder.decompress(body, limit + 1)
-    except zlib.error as exc:
-        raise InvalidInput(f"the {name} request body is corrupt: {exc}")
-    if len(data) > limit:
-        raise PayloadTooLarge(f"the {name} request body decodes to more than {limit} bytes")
-    if not decoder.eof:
-        raise InvalidInput(f"the {name} request body is truncated")
-    return data
-
 
 def split_body(body: bytes, header_length: str | None) -> tuple[bytes, bytes]:
     """Split a body into its JSON part and the binary data after it.
@@ -69,10 +45,7 @@ def binary_to_array(chunk: bytes, datatype: str, shape: tuple[int, ...], name: s
     """Raw little-endian bytes (BYTES: 4-byte length + bytes per element) as an array."""
     count = math.prod(shape)
     if datatype == "BYTES":
-        values = _split_bytes(chunk, name)
-        if len(values) != count:
-            raise InvalidInput(f"input {name!r}: shape {list(shape)} needs {count} values, "
-                               f"got {len(values)}")
+        values = _split_bytes(chunk, name, shape)
         array = np.empty(len(values), dtype=object)
         array[:] = values
         return array.reshape(shape)
@@ -89,10 +62,17 @@ def binary_to_array(chunk: bytes, datatype: str, shape: tuple[int, ...], name: s
     return np.frombuffer(chunk, dtype=dtype.newbyteorder("<")).astype(dtype).reshape(shape)
 
 
-def _split_bytes(chunk: bytes, name: str) -> list[bytes]:
+def _split_bytes(chunk: bytes, name: str, shape: tuple[int, ...]) -> list[bytes]:
+    """The length-prefixed elements of *chunk*, as many as *shape* needs; no element past
+    those is cut out (a body of empty elements must not become millions of objects before
+    it is refused)."""
+    count = math.prod(shape)
     values: list[bytes] = []
     offset, end = 0, len(chunk)
     while offset < end:
+        if len(values) == count:
+            raise InvalidInput(f"input {name!r}: shape {list(shape)} needs {count} values, "
+                               f"got more")
         if offset + 4 > end:
             raise InvalidInput(f"input {name!r}: BYTES data ends inside a length prefix")
         (length,) = _LENGTH.unpack_from(chunk, offset)
@@ -102,6 +82,9 @@ def _split_bytes(chunk: bytes, name: str) -> list[bytes]:
                                "the end of its data")
         values.append(chunk[offset:offset + length])
         offset += length
+    if len(values) != count:
+        raise InvalidInput(f"input {name!r}: shape {list(shape)} needs {count} values, "
+                           f"got {len(values)}")
     return values
 
 

@@ -12,14 +12,14 @@ from flask import Blueprint, Response, request
 from flask.typing import ResponseReturnValue
 
 from ... import codecs
-from ...errors import InvalidInput, ModelNotFound
+from ...errors import ModelNotFound
 from ...state import get_state
-from .._http import json_error, read_body
+from .._http import error_handler, json_error, parse_json, read_body
 from . import binary, wire
 
 bp = Blueprint("predict_kserve_v2", __name__)
 
-ALL_METHODS = ["GET", "POST", "PUT", "PATCH", "DELETE"]
+ALL_METHODS = ["GET", "POST", "PUT", "PATCH", "DELETE", "HEAD", "OPTIONS"]
 
 
 def _json(payload: object, status: int = 200) -> Response:
@@ -65,14 +65,11 @@ def model_metadata(model: str, version: str | None = None) -> ResponseReturnValu
 @bp.post("/v2/models/<model>/versions/<version>/infer")
 def infer(model: str, version: str | None = None) -> ResponseReturnValue:
     state = get_state()
-    body = binary.decompress(read_body(), request.headers.get("Content-Encoding"),
-                             state.settings.max_request_bytes)
-    head, raw = binary.split_body(body, request.headers.get(binary.HEADER_LENGTH))
+    head, raw = binary.split_body(read_body(), request.headers.get(binary.HEADER_LENGTH))
     with state.service.use(model, version) as loaded:
-        if not head.strip():
-            raise InvalidInput("JSON Parse error: The document is empty")
-        decoded = wire.decode_infer(codecs.loads_v2_infer(head), raw, model,
-                                    str(loaded.version), loaded.metadata.signature)
+        decoded = wire.decode_infer(parse_json(head, codecs.loads_v2_infer), raw, model,
+                                    str(loaded.version), loaded.metadata.signature,
+                                    state.settings.limits)
         result = state.service.predict(loaded, decoded.request)
         payload, chunks = wire.encode_infer(result, decoded.request_id, decoded.options,
                                             loaded.metadata.properties.get("classes"))
@@ -84,11 +81,12 @@ def infer(model: str, version: str | None = None) -> ResponseReturnValue:
     return answer
 
 
+@bp.route("/v2", endpoint="unknown_root", methods=ALL_METHODS)
+@bp.route("/v2/", endpoint="unknown_root_slash", methods=ALL_METHODS)
 @bp.route("/v2/<path:rest>", methods=ALL_METHODS)
-def unknown_path(rest: str) -> ResponseReturnValue:
-    raise ModelNotFound(f"unknown V2 request: {request.method} /v2/{rest}")
+def unknown_path(rest: str = "") -> ResponseReturnValue:
+    """Any other path or method under ``/v2``: 404 in the V2 error format, never HTML."""
+    raise ModelNotFound(f"unknown V2 request: {request.method} /v2/{rest}".rstrip("/"))
 
 
-@bp.errorhandler(Exception)
-def handle_error(exc: Exception) -> ResponseReturnValue:
-    return json_error(exc)
+bp.register_error_handler(Exception, error_handler(json_error))

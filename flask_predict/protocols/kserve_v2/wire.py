@@ -19,9 +19,10 @@ from typing import Any, Mapping, Sequence
 import numpy as np
 
 from ... import codecs
-from ...errors import InvalidInput, ModelNotFound
+from ...errors import InvalidInput, ModelNotFound, PayloadTooLarge
 from ...served import LoadedVersion, ServedModel
-from ...types import InferenceRequest, InferenceResponse, Signature, Tensor, TensorSpec
+from ...types import (InferenceRequest, InferenceResponse, Limits, Signature, Tensor,
+                      TensorSpec)
 from .binary import array_to_binary, as_bytes, binary_to_array
 from .classification import classify
 
@@ -102,7 +103,7 @@ def tensor_metadata(spec: TensorSpec) -> dict[str, Any]:
 # --- requests -------------------------------------------------------------------------------
 
 def decode_infer(header: Any, binary: bytes, model: str, version: str | None,
-                 signature: Signature) -> DecodedInfer:
+                 signature: Signature, limits: Limits | None = None) -> DecodedInfer:
     """Decode an ``/infer`` body for the model whose default *signature* is given.
 
     Inputs are checked against their ``shape`` and ``datatype``, then fitted to the model:
@@ -120,7 +121,7 @@ def decode_infer(header: Any, binary: bytes, model: str, version: str | None,
         raise InvalidInput("missing 'inputs'")
     if not isinstance(raw_inputs, list) or not raw_inputs:
         raise InvalidInput("'inputs' must be a non-empty list of tensors")
-    inputs = decode_inputs(raw_inputs, binary)
+    inputs = decode_inputs(raw_inputs, binary, limits)
     names, options = decode_outputs(header.get("outputs"), parameters)
     request = InferenceRequest(model=model, version=version,
                                inputs=fit_inputs(inputs, signature), outputs=names,
@@ -128,9 +129,12 @@ def decode_infer(header: Any, binary: bytes, model: str, version: str | None,
     return DecodedInfer(request, request_id, options)
 
 
-def decode_inputs(raw_inputs: list[Any], binary: bytes) -> dict[str, Tensor]:
+def decode_inputs(raw_inputs: list[Any], binary: bytes,
+                  limits: Limits | None = None) -> dict[str, Tensor]:
     """Each ``$request_input`` as an array of its shape; binary inputs take their bytes
-    from *binary* in order, and every byte of it must be used."""
+    from *binary* in order, and every byte of it must be used. A shape over *limits*
+    (elements per tensor, instances in its first dimension) is refused (413) before any
+    value is read."""
     inputs: dict[str, Tensor] = {}
     offset = 0
     for index, raw in enumerate(raw_inputs):
@@ -149,6 +153,8 @@ def decode_inputs(raw_inputs: list[Any], binary: bytes) -> dict[str, Tensor]:
                                "BOOL, UINT8..UINT64, INT8..INT64, FP16, FP32, FP64, BF16 or "
                                "BYTES")
         shape = _shape(raw.get("shape"), name)
+        if limits is not None:
+            check_shape_limits(shape, name, limits)
         size = _parameters(raw, f"input {name!r}").get("binary_data_size")
         if size is not None:
             if "data" in raw:
@@ -173,8 +179,22 @@ def decode_inputs(raw_inputs: list[Any], binary: bytes) -> dict[str, Tensor]:
     return inputs
 
 
+def check_shape_limits(shape: tuple[int, ...], name: str, limits: Limits) -> None:
+    """413 when an input's shape asks for more than the limits allow."""
+    if shape and shape[0] > limits.max_instances:
+        raise PayloadTooLarge(f"input {name!r}: shape {list(shape)} holds {shape[0]} "
+                              f"instances; the limit is {limits.max_instances}")
+    count = math.prod(shape)
+    if count > limits.max_tensor_elements:
+        raise PayloadTooLarge(f"input {name!r}: shape {list(shape)} has {count} elements; "
+                              f"the limit is {limits.max_tensor_elements}")
+
+
 def json_to_array(data: Any, datatype: str, shape: tuple[int, ...], name: str) -> Tensor:
-    """JSON ``data``, nested or flat, as an array of *shape* (row-major)."""
+    """JSON ``data``, nested or flat, as an array of *shape* (row-major). A flat list is
+    counted before it is converted."""
+    if isinstance(data, list) and data and not isinstance(data[0], list):
+        _check_count(len(data), shape, name)
     array = codecs.to_array(data, datatype, name)
     _check_count(array.size, shape, name)
     return array.reshape(shape)
@@ -193,10 +213,10 @@ def _shape(value: Any, name: str) -> tuple[int, ...]:
     for dim in value:
         if isinstance(dim, bool) or not isinstance(dim, int):
             raise InvalidInput(f"input {name!r}: 'shape' must be a list of integers, "
-                               f"got {value}")
+                               f"got {codecs.preview(value)}")
         if dim < 0:
-            raise InvalidInput(f"input {name!r}: shape {value} has a negative dimension; "
-                               "a request gives every dimension's actual size")
+            raise InvalidInput(f"input {name!r}: shape {codecs.preview(value)} has a negative "
+                               "dimension; a request gives every dimension's actual size")
     return tuple(value)
 
 

@@ -1,8 +1,9 @@
 """The TF Serving REST routes: status, metadata, predict, classify, regress.
 
 Every route has the ``/versions/<n>`` and ``/labels/<label>`` forms. Errors answer
-``{"error": "<message>"}`` with TF Serving's status codes; any other ``/v1/models`` URL or
-method is TF Serving's 400 ``Malformed request``.
+``{"error": "<message>"}`` with TF Serving's status codes; any other ``(?i)/v1/`` URL or
+method is TF Serving's 400 ``Malformed request`` (see :mod:`.routing`), and responses print
+numbers as TF Serving does (``codecs.dumps_tfserving``).
 """
 
 from __future__ import annotations
@@ -10,7 +11,8 @@ from __future__ import annotations
 from contextlib import AbstractContextManager
 from typing import Any, Callable
 
-from flask import Blueprint, request
+from flask import Blueprint, Response, request
+from flask.blueprints import BlueprintSetupState
 from flask.typing import ResponseReturnValue
 
 from ... import codecs
@@ -18,14 +20,21 @@ from ...errors import InvalidInput
 from ...served import LoadedVersion
 from ...state import get_state
 from ...types import InferenceRequest
-from .._http import json_error, json_response, parse_json, read_body, read_json
-from . import lookup, wire
+from .._http import (JSON_MIMETYPE, check_elements, check_instances, error_handler,
+                     json_error, parse_json, read_body, read_json)
+from . import lookup, routing, wire
 
 bp = Blueprint("predict_tfserving", __name__)
 
+
+@bp.record_once
+def _add_converter(setup: BlueprintSetupState) -> None:
+    """Before the rules: the converter that matches ``v1`` in any case."""
+    setup.app.url_map.converters.setdefault(routing.CONVERTER, routing.AnyCaseV1)
+
+
 ALL_METHODS = ["GET", "POST", "PUT", "PATCH", "DELETE", "HEAD", "OPTIONS"]
 VERSION_FORMS = ("", "/versions/<version>", "/labels/<label>")
-INT64_MAX = 2**63 - 1
 
 
 def parse_version(version: str | None) -> int | None:
@@ -35,7 +44,7 @@ def parse_version(version: str | None) -> int | None:
     if not (version.isdigit() and version.isascii()):
         raise malformed()
     number = int(version)
-    if number > INT64_MAX:
+    if number > codecs.INT64_MAX:
         raise InvalidInput(f"Failed to convert version: {version} to numeric.")
     return number
 
@@ -43,6 +52,8 @@ def parse_version(version: str | None) -> int | None:
 def serving(model: str, version: str | None, label: str | None
             ) -> AbstractContextManager[LoadedVersion]:
     """Hold the version a request names, with TF Serving's texts for what is not served."""
+    if ":" in model or ":" in (label or ""):  # TF Serving's names are [^/:]+
+        raise malformed()
     return lookup.serving(get_state().service, model, parse_version(version), label)
 
 
@@ -55,17 +66,19 @@ def malformed() -> InvalidInput:
 def model_status(model: str, version: str | None = None,
                  label: str | None = None) -> ResponseReturnValue:
     """Every version's state; a label is ignored, as in TF Serving."""
-    if ":" in model:
+    if ":" in model or request.method != "GET":  # HEAD: TF Serving's regexes are per method
         raise malformed()
     number = parse_version(version)
     served = lookup.served_model(get_state().service, model)
-    return json_response(wire.encode_status(served, number))
+    return tf_response(wire.encode_status(served, number))
 
 
 def model_metadata(model: str, version: str | None = None,
                    label: str | None = None) -> ResponseReturnValue:
+    if request.method != "GET":
+        raise malformed()
     with serving(model, version, label) as loaded:
-        return json_response(wire.encode_metadata(loaded))
+        return tf_response(wire.encode_metadata(loaded))
 
 
 # --- POST -----------------------------------------------------------------------------------
@@ -81,19 +94,30 @@ def predict(model: str, version: str | None = None,
     with serving(model, version, label) as loaded:
         if loaded.metadata.instances_door:
             body = body or wire.check_body(parse_json(raw))
-            return json_response(predict_instances(loaded, body))
+            return tf_response(predict_instances(loaded, body))
         name = wire.signature_name(body) or loaded.metadata.default_signature
         signature = loaded.metadata.signatures.get(name)
         if signature is None:
             raise InvalidInput(f'Serving signature name: "{name}" not found in signature def')
-        inputs = wire.matrix_inputs(matrix, signature) if matrix is not None else None
+        inputs = codecs.matrix_to_tensors(matrix, signature) if matrix is not None else None
         row_format = True
         if inputs is None:
             body = body or wire.check_body(parse_json(raw))
+            _check_instances(body)
             inputs, row_format = wire.decode_predict(body, signature, name)
+        for input_name, array in inputs.items():
+            check_instances(array.shape[0] if row_format and array.ndim else 1)
+            check_elements(array.shape, input_name)
         result = service.predict(loaded, InferenceRequest(
             model=loaded.name, inputs=inputs, version=str(loaded.version), signature=name))
-    return json_response(wire.encode_predict(result.outputs, row_format))
+    exact = get_state().settings.tfserving_numbers == "tfserving"
+    return tf_response(wire.encode_predict(result.outputs, row_format, exact))
+
+
+def _check_instances(body: dict[str, Any]) -> None:
+    instances = body.get("instances")
+    if isinstance(instances, list):
+        check_instances(len(instances))
 
 
 def predict_instances(loaded: LoadedVersion, body: dict[str, Any]) -> dict[str, Any]:
@@ -104,6 +128,7 @@ def predict_instances(loaded: LoadedVersion, body: dict[str, Any]) -> dict[str, 
     if not isinstance(instances, list) or not instances:
         raise InvalidInput(f"JSON Value: {wire.short(instances)} Expecting '{key}' to be a "
                            "non-empty list/array")
+    check_instances(len(instances))
     kwargs = {k: v for k, v in body.items() if k != key}
     predictions = get_state().service.predict_instances(loaded, instances, kwargs)
     return {"predictions" if key == "instances" else "outputs": predictions}
@@ -115,7 +140,7 @@ def classify(model: str, version: str | None = None,
     examples = wire.decode_examples(body)
     with serving(model, version, label) as loaded:
         result = get_state().service.classify(loaded, examples, wire.signature_name(body))
-    return json_response(wire.encode_classify(result, len(examples)))
+    return tf_response(wire.encode_classify(result, len(examples)))
 
 
 def regress(model: str, version: str | None = None,
@@ -124,7 +149,7 @@ def regress(model: str, version: str | None = None,
     examples = wire.decode_examples(body)
     with serving(model, version, label) as loaded:
         values = get_state().service.regress(loaded, examples, wire.signature_name(body))
-    return json_response(wire.encode_regress(values, len(examples)))
+    return tf_response(wire.encode_regress(values, len(examples)))
 
 
 # --- routes ---------------------------------------------------------------------------------
@@ -133,7 +158,8 @@ def _route(suffix: str, view: Callable[..., ResponseReturnValue], method: str) -
     for form in VERSION_FORMS:
         rule = f"/v1/models/<model>{form}{suffix}"
         endpoint = f"{view.__name__}{form.split('/')[1] if form else ''}"
-        bp.add_url_rule(rule, endpoint, view, methods=[method])
+        # no automatic OPTIONS: TF Serving answers it "Malformed request" (no CORS)
+        bp.add_url_rule(rule, endpoint, view, methods=[method], provide_automatic_options=False)
 
 
 _route("", model_status, "GET")
@@ -142,19 +168,30 @@ _route(":predict", predict, "POST")
 _route(":classify", classify, "POST")
 _route(":regress", regress, "POST")
 
+VIEWS: dict[str, Callable[..., ResponseReturnValue]] = {
+    "status": model_status, "metadata": model_metadata, "predict": predict,
+    "classify": classify, "regress": regress}
 
-@bp.route("/v1/models", methods=ALL_METHODS)
-def missing_model() -> ResponseReturnValue:
-    if request.method == "GET":
+
+@bp.route(f"/<{routing.CONVERTER}:v1>/<path:rest>", methods=ALL_METHODS,
+          provide_automatic_options=False)
+def dispatch(v1: str, rest: str) -> ResponseReturnValue:
+    """Every other ``(?i)/v1/`` path and method, matched as TF Serving matches it."""
+    found = routing.match(request.method, f"/{v1}/{rest}")
+    if found.view == "missing_model":
         raise InvalidInput("Missing model name in request.")
-    raise malformed()
+    view = VIEWS.get(found.view)
+    if view is None:
+        raise malformed()
+    return view(found.model, found.version, found.label)
 
 
-@bp.route("/v1/models/<path:rest>", methods=ALL_METHODS)
-def unknown_path(rest: str) -> ResponseReturnValue:
-    raise malformed()
+def tf_response(payload: Any) -> Response:
+    """*payload* printed as TF Serving prints it (numbers by its ``WriteDecimal``), or with
+    the shortest text of each number (``PREDICT_TFSERVING_NUMBERS = "shortest"``)."""
+    if get_state().settings.tfserving_numbers == "shortest":
+        return Response(codecs.dumps(payload), mimetype=JSON_MIMETYPE)
+    return Response(codecs.dumps_tfserving(payload), mimetype=JSON_MIMETYPE)
 
 
-@bp.errorhandler(Exception)
-def handle_error(exc: Exception) -> ResponseReturnValue:
-    return json_error(exc)
+bp.register_error_handler(Exception, error_handler(json_error))

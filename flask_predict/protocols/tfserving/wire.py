@@ -6,7 +6,7 @@ Serving's own wording, so clients that match on it keep working.
 
 from __future__ import annotations
 
-from typing import Any, Mapping, Sequence
+from typing import Any, Mapping
 
 import numpy as np
 
@@ -22,9 +22,6 @@ V2_TO_DT: dict[str, str] = {
     "BF16": "DT_BFLOAT16", "BYTES": "DT_STRING",
 }
 """V2 datatype -> TensorFlow ``DataType`` name, for metadata of non-TensorFlow models."""
-
-INT64_MAX = 2**63 - 1
-
 
 # --- request envelope -----------------------------------------------------------------------
 
@@ -53,8 +50,8 @@ def decode_predict(body: Mapping[str, Any], signature: Signature,
     if not signature.inputs:
         raise InvalidInput(f"Failed to get input map for signature: {name}")
     if key == "instances":
-        return decode_rows(body["instances"], signature), True
-    return decode_columns(body["inputs"], signature), False
+        return codecs.rows_to_tensors(body["instances"], signature), True
+    return codecs.columns_to_tensors(body["inputs"], signature), False
 
 
 def data_key(body: Mapping[str, Any]) -> str:
@@ -67,85 +64,13 @@ def data_key(body: Mapping[str, Any]) -> str:
     return "instances" if "instances" in body else "inputs"
 
 
-def decode_rows(instances: Any, signature: Signature) -> dict[str, Tensor]:
-    """Row format: one value per instance, or one object naming every input."""
-    if not isinstance(instances, list):
-        raise InvalidInput(f"JSON Value: {short(instances)} Expecting 'instances' to be an "
-                           "list/array")
-    if not instances:
-        raise InvalidInput(f"JSON Value: {short(instances)} No values in 'instances' array")
-    specs = {spec.name: spec for spec in signature.inputs}
-    if _is_named(instances[0]):
-        columns: dict[str, list[Any]] = {alias: [] for alias in specs}
-        for index, item in enumerate(instances):
-            if not _is_named(item):
-                raise InvalidInput(f"Expecting object but got list at item {index} of input "
-                                   "list")
-            if item.keys() != specs.keys():
-                missing = [alias for alias in specs if alias not in item]
-                detail = (f"JSON object: does not have named input: {missing[0]}" if missing
-                          else f"JSON object: keys must be equal to: {','.join(sorted(specs))}")
-                raise InvalidInput(f"Failed to process element: {index} of 'instances' list. "
-                                   f"Error: INVALID_ARGUMENT: {detail}")
-            for alias, value in item.items():
-                columns[alias].append(value)
-        return {alias: _array(values, specs[alias]) for alias, values in columns.items()}
-    if len(specs) != 1:
-        raise InvalidInput("instances is a plain list, but expecting list of objects as "
-                           "multiple input tensors required as per tensorinfo_map")
-    (spec,) = specs.values()
-    try:
-        return {spec.name: _array(instances, spec)}
-    except InvalidInput:
-        for index, item in enumerate(instances):  # TF Serving's message for a stray object
-            if _is_named(item):
-                raise InvalidInput(f"Expecting value/list but got object at item {index} of "
-                                   "input list")
-        raise
-
-
-def matrix_inputs(matrix: Tensor, signature: Signature) -> dict[str, Tensor] | None:
-    """A float64 matrix of row-format numbers as the single floating-point input of
-    *signature*; ``None`` when the signature needs the JSON values (several inputs, or
-    integer, boolean or string ones, whose rules :func:`decode_rows` applies)."""
-    if len(signature.inputs) != 1 or signature.inputs[0].datatype not in ("FP16", "FP32",
-                                                                          "FP64"):
-        return None
-    spec = signature.inputs[0]
-    return {spec.name: matrix.astype(codecs.V2_TO_NUMPY[spec.datatype], copy=False)}
-
-
-def decode_columns(inputs: Any, signature: Signature) -> dict[str, Tensor]:
-    """Columnar format: the only input's value, or an object naming every input."""
-    specs = {spec.name: spec for spec in signature.inputs}
-    if _is_named(inputs):
-        for alias in specs:
-            if alias not in inputs:
-                raise InvalidInput(f"Missing named input: {alias} in 'inputs' object.")
-        return {alias: _array(inputs[alias], spec) for alias, spec in specs.items()}
-    if len(specs) != 1:
-        raise InvalidInput("inputs is a plain value/list, but expecting an object as multiple "
-                           "input tensors required as per tensorinfo_map")
-    (spec,) = specs.values()
-    return {spec.name: _array(inputs, spec)}
-
-
-def _array(values: Any, spec: TensorSpec) -> Tensor:
-    datatype = spec.datatype
-    if datatype not in codecs.V2_TO_NUMPY:
-        raise InvalidInput(f"input {spec.name!r}: unsupported datatype {datatype!r}")
-    return codecs.to_array(values, datatype, spec.name)
-
-
-def _is_named(value: Any) -> bool:
-    return isinstance(value, dict) and not codecs.is_b64(value)
-
-
-def encode_predict(outputs: Mapping[str, Tensor], row_format: bool) -> dict[str, Any]:
+def encode_predict(outputs: Mapping[str, Tensor], row_format: bool,
+                   exact: bool = True) -> dict[str, Any]:
     """``{"predictions": ...}`` for a row request, ``{"outputs": ...}`` for a columnar one.
 
     One output is written bare, several as objects keyed by output name. Numeric arrays stay
-    numpy, so float32 values print at float32 precision.
+    numpy: :func:`codecs.dumps_tfserving` prints them as TF Serving does (*exact*), or
+    :func:`codecs.dumps` as their shortest text.
     """
     if not row_format:
         if len(outputs) == 1:
@@ -163,30 +88,41 @@ def encode_predict(outputs: Mapping[str, Tensor], row_format: bool) -> dict[str,
     if len(outputs) == 1:
         ((name, array),) = outputs.items()
         return {"predictions": _value(array, name)}
-    names = list(outputs)
-    columns = [_rows(array, name) for name, array in outputs.items()]
-    return {"predictions": [dict(zip(names, row)) for row in zip(*columns)]}
+    if not exact:
+        names = list(outputs)
+        columns = [_rows(array, name) for name, array in outputs.items()]
+        return {"predictions": [dict(zip(names, row)) for row in zip(*columns)]}
+    keys = [codecs.dumps(name).decode("utf-8") for name in outputs]
+    columns = [_row_texts(array, name) for name, array in outputs.items()]
+    rows = ("{" + ",".join(f"{key}:{text}" for key, text in zip(keys, row)) + "}"
+            for row in zip(*columns))
+    return {"predictions": codecs.Raw("[" + ",".join(rows) + "]")}
 
 
 def _value(array: Tensor, name: str) -> Any:
-    """A numeric array as itself (0-d as a numpy scalar); bytes as text or ``{"b64"}``."""
+    """A numeric array as itself; bytes as text or ``{"b64"}``."""
     if array.dtype.kind in "OSU":
         return codecs.json_value(array, name)
     if array.dtype.kind not in "biuf":
         raise InvalidInput(f"Failed to write JSON value for tensor type: {array.dtype}")
     if array.dtype == np.float16:
         raise InvalidInput("Failed to write JSON value for tensor type: half")
-    return array[()] if array.ndim == 0 else array
+    return array
 
 
-def _rows(array: Tensor, name: str) -> Sequence[Any]:
-    """One entry per row; float32 rows stay numpy so they print at float32 precision."""
-    if array.dtype.kind in "biuf" and array.dtype != np.float32:
-        _value(array, name)  # refuses unprintable dtypes
-        rows: list[Any] = array.tolist()
-        return rows
+def _rows(array: Tensor, name: str) -> Any:
+    """One entry per row for :func:`codecs.dumps`: numpy rows (float32 keeps its short
+    text), bytes as text or ``{"b64"}``."""
     value = _value(array, name)
-    return value if isinstance(value, list) else list(value)
+    return list(value) if isinstance(value, np.ndarray) else value
+
+
+def _row_texts(array: Tensor, name: str) -> list[str]:
+    """The JSON text of each row of an output."""
+    value = _value(array, name)
+    if isinstance(value, np.ndarray):
+        return codecs.row_texts(value)
+    return [codecs.dumps(row).decode("utf-8") for row in value]
 
 
 # --- classify / regress ---------------------------------------------------------------------
@@ -210,7 +146,7 @@ def decode_examples(body: Mapping[str, Any]) -> list[Example]:
 def decode_features(obj: Any) -> dict[str, Tensor]:
     """One JSON example object as feature name -> 1-D array (float32, int64 or bytes)."""
     if not isinstance(obj, dict):
-        raise InvalidInput(f"Example must be JSON object but got JSON {_kind(obj)}")
+        raise InvalidInput(f"Example must be JSON object but got JSON {codecs.json_type(obj)}")
     return {str(name): _feature(str(name), value) for name, value in obj.items()}
 
 
@@ -223,7 +159,7 @@ def _feature(name: str, value: Any) -> Tensor:
             kinds.add("int64")
             items.append(int(item))
         elif isinstance(item, int):
-            if not -INT64_MAX - 1 <= item <= INT64_MAX:
+            if not codecs.INT64_MIN <= item <= codecs.INT64_MAX:
                 raise InvalidInput(f"Feature: {name} has uint64_t element. Only int64_t is "
                                    "supported.")
             kinds.add("int64")
@@ -236,10 +172,10 @@ def _feature(name: str, value: Any) -> Tensor:
             items.append(item.encode("utf-8"))
         elif codecs.is_b64(item):
             kinds.add("bytes")
-            items.append(codecs.b64_decode(item, name))
+            items.append(_b64(item))
         else:
             raise InvalidInput(f"Feature: {name} has element with unexpected JSON type: "
-                               f"{_kind(item)}")
+                               f"{codecs.json_type(item)}")
         if len(kinds) > 1:
             first = next(k for k in ("int64", "float", "bytes") if k in kinds)
             raise InvalidInput(f"Unexpected element type in feature: {name} expecting type: "
@@ -340,24 +276,13 @@ def raise_not_found(message: str) -> None:
 
 # --- helpers --------------------------------------------------------------------------------
 
-def short(value: Any, limit: int = 200) -> str:
-    """A JSON value as TF Serving quotes it in error messages, cut at *limit* characters."""
-    try:
-        text = codecs.dumps(value).decode("utf-8", "replace")
-    except (TypeError, ValueError):
-        text = repr(value)
-    return text if len(text) <= limit else text[:limit] + "..."
+def short(value: Any) -> str:
+    """A JSON value as TF Serving quotes it in error messages (cut after 200 characters)."""
+    return codecs.preview(value)
 
 
-def _kind(value: Any) -> str:
-    if value is None:
-        return "Null"
-    if isinstance(value, list):
-        return "Array"
-    if isinstance(value, dict):
-        return "Object"
-    if isinstance(value, str):
-        return "String"
-    if isinstance(value, bool):
-        return "Bool"
-    return "Number"
+def _b64(value: dict[str, str]) -> bytes:
+    data = codecs.b64_bytes(value["b64"])
+    if data is None:
+        raise InvalidInput("Unable to base64 decode")
+    return data

@@ -3,7 +3,11 @@
 The model config names the class as ``module.Class`` or ``module:Class`` (AI Platform's
 ``predictionClass``). The module is imported from the version folder itself, as AI Platform
 packaged it, or else from the installed packages. The class needs no base class; when it
-has ``metadata``, ``predict_tensors`` or ``close`` methods they are used too.
+has ``metadata``, ``predict_tensors`` or ``close`` methods they are used too, and a
+``signature`` (a plain dict, or a method returning one) declares what it takes and returns:
+
+    signature = {"inputs": [{"name": "features", "datatype": "FP32", "shape": [-1, 4]}],
+                 "outputs": [{"name": "species", "datatype": "BYTES", "shape": [-1]}]}
 
 A module shipped in a version folder is imported as a submodule of a package made for that
 one version (:func:`version_package`), so two versions of the same model, or a model and
@@ -27,7 +31,8 @@ import types
 from typing import Any, Mapping, Sequence
 
 from flask_predict import ModelMetadata, Predictor
-from flask_predict.types import Tensor
+from flask_predict.codecs import V2_TO_NUMPY
+from flask_predict.types import DEFAULT_SIGNATURE, Signature, Tensor, TensorSpec
 
 PACKAGE_PREFIX = "flask_predict_custom.versions"
 """Version folders are imported as ``<prefix>.v<n>_<hash>`` packages."""
@@ -42,8 +47,15 @@ class CustomPredictor(Predictor):
     def __init__(self, user: Any) -> None:
         self.user = user
         self._accepts = _accepted_keywords(user.predict)
-        declared = callable(getattr(user, "metadata", None))
-        metadata = user.metadata() if declared else super().metadata()
+        signature = getattr(user, "signature", None)
+        metadata: Any
+        declared = callable(getattr(user, "metadata", None)) or signature is not None
+        if callable(getattr(user, "metadata", None)):
+            metadata = user.metadata()
+        elif signature is not None:
+            metadata = declared_metadata(signature() if callable(signature) else signature)
+        else:
+            metadata = super().metadata()
         if not isinstance(metadata, ModelMetadata):
             raise TypeError("metadata() must return a flask_predict.ModelMetadata")
         # with neither a declared signature nor a tensor door of its own, protocols hand
@@ -87,6 +99,42 @@ class CustomPredictor(Predictor):
                 close()
         finally:
             _forget_version_modules(type(self.user).__module__)
+
+
+def declared_metadata(declared: Any) -> ModelMetadata:
+    """The metadata a class's ``signature`` dict declares (``inputs`` and ``outputs``, each a
+    list of ``{"name", "datatype", "shape"}`` with V2 datatypes and -1 for any size).
+    Raises ``TypeError`` naming the mistake, so a wrong declaration stops the server at boot."""
+    if not isinstance(declared, Mapping) or set(declared) - {"inputs", "outputs"} or not (
+            declared.get("inputs") and declared.get("outputs")):
+        raise TypeError("signature must be a dict with 'inputs' and 'outputs' lists")
+    return ModelMetadata(platform="custom", signatures={DEFAULT_SIGNATURE: Signature(
+        inputs=_specs(declared["inputs"], "inputs"),
+        outputs=_specs(declared["outputs"], "outputs"))})
+
+
+def _specs(items: Any, where: str) -> tuple[TensorSpec, ...]:
+    if not isinstance(items, (list, tuple)):
+        raise TypeError(f"signature {where!r} must be a list")
+    specs = []
+    for item in items:
+        if not isinstance(item, Mapping) or not isinstance(item.get("name"), str) or not \
+                item["name"]:
+            raise TypeError(f"signature {where!r}: each tensor needs a 'name'")
+        datatype = item.get("datatype", "BYTES")
+        if datatype not in V2_TO_NUMPY:
+            raise TypeError(f"signature {where!r}: tensor {item['name']!r} has unknown "
+                            f"datatype {datatype!r}; use one of {sorted(V2_TO_NUMPY)}")
+        shape = item.get("shape")
+        if shape is not None and (not isinstance(shape, (list, tuple)) or not all(
+                isinstance(d, int) and not isinstance(d, bool) and d >= -1 for d in shape)):
+            raise TypeError(f"signature {where!r}: tensor {item['name']!r} needs a 'shape' of "
+                            "sizes (-1 for any)")
+        specs.append(TensorSpec(item["name"], datatype,
+                                tuple(shape) if shape is not None else None))
+    if len({spec.name for spec in specs}) != len(specs):
+        raise TypeError(f"signature {where!r}: tensor names must be unique")
+    return tuple(specs)
 
 
 def load_user_class(name: str, model_dir: str) -> Any:

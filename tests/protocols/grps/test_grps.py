@@ -13,7 +13,7 @@ from flask.testing import FlaskClient
 
 from flask_predict import codecs
 from flask_predict.errors import ConfigError, InvalidInput
-from flask_predict.protocols.grps import wire
+from flask_predict.protocols.grps import gmap, wire, yaml_text
 from flask_predict.types import Signature, TensorSpec
 from tests.conftest import AppFactory
 from tests.protocols.grps.models import make_grps_models
@@ -105,6 +105,51 @@ def test_every_dtype_round_trips_through_a_custom_predictor(grps: FlaskClient) -
             assert back == flat
         else:
             assert [int(v) for v in back] == [int(v) for v in flat], dtype
+
+
+def test_custom_predictor_gets_tensors_and_returns_them_tensor_for_tensor(
+        grps: FlaskClient) -> None:
+    """As grps hands a converter-less model its message: several tensors of different
+    shapes and dtypes come back with their names, dtypes and shapes."""
+    tensors = [{"name": "ids", "dtype": "DT_INT64", "shape": [2, 2],
+                "flat_int64": ["1", "2", "9007199254740993", "-4"]},
+               {"name": "words", "dtype": "DT_STRING", "shape": [3],
+                "flat_string": ["a", "b", "ü"]},
+               {"name": "pixels", "dtype": "DT_UINT8", "shape": [1, 2, 2],
+                "flat_uint8": [0, 1, 254, 255]},
+               {"name": "scores", "dtype": "DT_FLOAT32", "shape": [1],
+                "flat_float32": [0.1]}]
+    got = grps.post(PREDICT, json={"model": "mirror", "gtensors": {"tensors": tensors}})
+    assert got.status_code == 200, got.data
+    assert got.get_json()["gtensors"]["tensors"] == tensors
+
+
+def test_custom_predictor_ndarray_comes_back_float32(grps: FlaskClient) -> None:
+    got = grps.post(PREDICT, json={"model": "mirror", "ndarray": [[1, 2.5], [3, 0.1]]})
+    assert got.get_json()["gtensors"] == {"tensors": [
+        {"dtype": "DT_FLOAT32", "shape": [2, 2], "flat_float32": [1.0, 2.5, 3.0, 0.1]}]}
+    unnamed = grps.post(PREDICT, json={"model": "mirror", "gtensors": {"tensors": [
+        {"dtype": "DT_INT32", "shape": [1], "flat_int32": [7]},
+        {"dtype": "DT_FLOAT64", "shape": [], "flat_float64": [0.5]}]}})
+    assert unnamed.get_json()["gtensors"]["tensors"] == [
+        {"dtype": "DT_INT32", "shape": [1], "flat_int32": [7]},
+        {"dtype": "DT_FLOAT64", "flat_float64": [0.5]}]
+    ndarray = grps.post(PREDICT + "?return-ndarray=true",
+                        json={"model": "mirror", "ndarray": [[1, 2.5]]})
+    assert ndarray.get_json() == {"status": {"code": 200, "msg": "OK", "status": "SUCCESS"},
+                                  "ndarray": [[1.0, 2.5]]}
+
+
+def test_output_that_cannot_be_sent_is_the_servers_failure(grps: FlaskClient) -> None:
+    """grps answers its server-error status when the output cannot become what the
+    request asked for."""
+    got = grps.post(PREDICT + "?return-ndarray=true",
+                    json={"model": "mirror", "gtensors": {"tensors": [
+                        {"dtype": "DT_STRING", "shape": [1], "flat_string": ["x"]}]}})
+    assert got.status_code == 500
+    assert got.get_json()["status"] == {
+        "code": 500, "msg": "No float32 tensors in output. Cannot convert to ndarray.",
+        "status": "FAILURE"}
 
 
 def test_flat_float32_prints_the_shortest_float32() -> None:
@@ -371,7 +416,7 @@ def test_encode_predictions_kinds() -> None:
     assert wire.encode_predictions([b"x"]) == ("bin_data", b"x")
     assert wire.encode_predictions([{"s_i64": {"k": 2 ** 40}}]) == (
         "gmap", {"s_i64": {"k": str(2 ** 40)}})
-    assert wire.encode_gmap({"s_f": {"a": np.float32(0.1), "b": float("nan")},
+    assert gmap.encode_gmap({"s_f": {"a": np.float32(0.1), "b": float("nan")},
                              "s_d": {"a": 0.1}, "s_b": {"a": "hi"}, "s_s": {}}) == {
         "s_f": {"a": 0.1, "b": "NaN"}, "s_d": {"a": 0.1}, "s_b": {"a": "aGk="}}
     kind, outputs = wire.encode_predictions([1.5, 2.5])
@@ -379,5 +424,5 @@ def test_encode_predictions_kinds() -> None:
 
 
 def test_to_yaml() -> None:
-    text = wire.to_yaml({"a": [1, {"b": "x y", "c": []}], "d": None, "e": {}})
+    text = yaml_text.to_yaml({"a": [1, {"b": "x y", "c": []}], "d": None, "e": {}})
     assert text == 'a:\n  - 1\n  - b: "x y"\n    c: []\nd: null\ne: {}\n'

@@ -297,11 +297,16 @@ def test_compressed_binary_request(client: FlaskClient, encoding: str,
     assert got.get_json()["outputs"][0]["data"] == [0, 1]
 
 
+DIGITS = np.random.default_rng(0).integers(48, 58, 70_000, np.uint8).tobytes()
+"""70,000 random digits: they deflate to less than half, far from the inflate-ratio limit."""
+
+
 @pytest.mark.parametrize("encoding, body, status, expected", [
     ("br", b"x", 400, "unsupported Content-Encoding 'br'"),
     ("gzip", b"not gzip at all", 400, "the gzip request body is corrupt"),
     ("gzip", gzip.compress(b'{"inputs": []}')[:12], 400, "the gzip request body is truncated"),
-    ("deflate", zlib.compress(b" " * 100_000), 413, "decodes to more than 65536 bytes"),
+    ("deflate", zlib.compress(b" " * 100_000), 413, "inflates to more than 200 times its size"),
+    ("deflate", zlib.compress(DIGITS), 413, "inflates to more than 65536 bytes"),
 ])
 def test_bad_compressed_request(make_app: Any, model_config: dict[str, Any], encoding: str,
                                 body: bytes, status: int, expected: str) -> None:

@@ -57,6 +57,36 @@ def test_nan_and_infinity_tokens(tf_client: FlaskClient) -> None:
     assert got.data == b'{"predictions":[NaN,Infinity,-Infinity,2.05]}'
 
 
+def test_floats_printed_as_tf_servings_writer_does(tf_client: FlaskClient) -> None:
+    """%g when six digits read back, else %.9g (float32) / %.17g (float64), .0 after whole
+    numbers written without exponent (json_tensor.cc's WriteDecimal and its test vectors)."""
+    got = tf_client.post("/v1/models/half_plus_two:predict",
+                         data='{"instances": [17999996.0, 0.00002, 1999996.0, -4.0, 0.6666667]}')
+    assert got.data == b'{"predictions":[9e+06,2.00001,1e+06,0.0,2.33333325]}'
+    columnar = tf_client.post("/v1/models/half_plus_two:predict", data='{"inputs": 19999996.0}')
+    assert columnar.data == b'{"outputs":1e+07}'
+
+
+def test_shortest_numbers_on_request(make_app: Any, tf_models: dict[str, Any]) -> None:
+    """PREDICT_TFSERVING_NUMBERS = "shortest": the shortest text that reads back the same."""
+    app = make_app({"half_plus_two": tf_models["half_plus_two"]},
+                   protocols=["tfserving"], tfserving_numbers="shortest")
+    got = app.test_client().post("/v1/models/half_plus_two:predict",
+                                 data='{"instances": [17999996.0, 0.6666667]}')
+    assert got.data == b'{"predictions":[9000000.0,2.3333333]}'
+
+
+def test_float64_outputs_print_seventeen_digits_when_six_do_not_read_back(
+        tf_client: FlaskClient) -> None:
+    got = tf_client.post("/v1/models/iris:predict", json={"inputs": [[5.1, 3.5, 1.4, 0.2]]})
+    text = got.data.decode()
+    proba = got.get_json()["outputs"]["predict_proba"][0]
+    for value in proba:
+        short = "%g" % value
+        printed = short if float(short) == value else "%.17g" % value
+        assert printed in text
+
+
 def test_integers_stay_integers(tf_client: FlaskClient) -> None:
     got = tf_client.post("/v1/models/multi:predict",
                          json={"signature_name": "ints", "inputs": {"n": [[1, 2]]}})

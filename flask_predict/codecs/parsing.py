@@ -1,0 +1,242 @@
+"""JSON text -> Python values and back: the one place that parses request bodies.
+
+Policy, decided once here:
+
+* ``NaN``, ``Infinity`` and ``-Infinity`` tokens are accepted in requests and printed in
+  responses (TF Serving's JSON rules); integers of any size are accepted.
+* Parsing uses orjson (several times faster than the standard library on number-heavy bodies)
+  and falls back to simplejson for the non-standard tokens orjson refuses.
+* Large numeric bodies skip Python objects through simdjson (:func:`number_matrix`,
+  :func:`loads_v2_infer`). simdjson keeps an array's element count in 24 bits: ``len()``,
+  ``as_list`` and ``as_dict`` stop at 16,777,215 elements (and ``as_list`` past that has
+  corrupted the heap). An array that long needs a body of more than :data:`SIMDJSON_SAFE_BYTES`
+  bytes, so longer bodies never reach simdjson: they take the orjson path, whose counts are
+  exact, and every answer is the same as for a short body.
+"""
+
+from __future__ import annotations
+
+import re
+import threading
+from typing import Any
+
+import numpy as np
+import orjson
+import simdjson
+import simplejson
+
+from ..errors import InvalidInput
+from ..types import Tensor
+from .dtypes import FLOAT_DATATYPES
+
+SIMDJSON_MAX_COUNT = 0xFFFFFF
+"""simdjson's largest element count: ``len()`` of a longer array says this much."""
+SIMDJSON_SAFE_BYTES = 2 * SIMDJSON_MAX_COUNT
+"""Bodies up to this long hold no array of more than :data:`SIMDJSON_MAX_COUNT` elements
+(``[0,0,...]`` takes 2 bytes per element and one more): only those are given to simdjson."""
+REUSED_PARSER_BYTES = 4 * 1024 * 1024
+"""A body up to this long is parsed by the thread's reused simdjson parser; a longer one by
+a parser of its own, freed with it, so a worker does not keep a large body's buffers."""
+
+
+def loads(body: bytes | str) -> Any:
+    """Parse a JSON body; raise :class:`InvalidInput` with the parser's reason."""
+    data = body.encode("utf-8") if isinstance(body, str) else body
+    if not _long_integers(data):
+        try:
+            return orjson.loads(data)
+        except orjson.JSONDecodeError as fast_error:
+            if "recursion" in str(fast_error):
+                raise InvalidInput("JSON Parse error: nested too deeply")
+    try:  # orjson refuses NaN/Infinity tokens and integers over 64 bits
+        return simplejson.loads(data, allow_nan=True)
+    except RecursionError:
+        raise InvalidInput("JSON Parse error: nested too deeply")
+    except (ValueError, TypeError) as exc:
+        raise InvalidInput(f"JSON Parse error: {exc}")
+
+
+_DOT, _E = ord("."), ord("e")
+
+
+def _long_integers(body: bytes) -> bool:
+    """Whether *body* may hold an integer of 19 digits or more: orjson reads one past the
+    64-bit range as a float (``-9223372036854775809`` becomes ``-9.223372036854776e18``),
+    so such a body goes to simplejson, which keeps it whole. Digit runs inside fractions
+    do not count; other false alarms only cost speed. numpy scans at C speed, a block at a
+    time (each block starts 40 bytes early, so no run is missed at a boundary)."""
+    if len(body) < 19:
+        return False
+    text = np.frombuffer(body, np.uint8)
+    return any(_long_integers_in(text[max(start - 40, 0):start + _SCAN_BLOCK])
+               for start in range(0, text.size, _SCAN_BLOCK))
+
+
+_SCAN_BLOCK = 1 << 20
+
+
+def _long_integers_in(text: Tensor) -> bool:
+    edges = np.diff(((text - 48) < 10).view(np.int8), prepend=0, append=0)
+    starts, ends = np.flatnonzero(edges == 1), np.flatnonzero(edges == -1)
+    long = ends - starts >= 19
+    if not long.any():
+        return False
+    starts, ends = starts[long], ends[long]
+    before = text[np.maximum(starts - 1, 0)]
+    after = text[np.minimum(ends, text.size - 1)] | 0x20  # lower case; a digit never ends it
+    whole = (before != _DOT) & (after != _DOT | 0x20) & (after != _E)
+    return bool(whole.any())
+
+
+_STRING = re.compile(rb'"[^"\\]*(?:\\.[^"\\]*)*"', re.DOTALL)
+_NOT_BRACKETS = bytes(b for b in range(256) if b not in b"[]{}")
+_OPENING = np.frombuffer(b"[{", np.uint8)
+
+
+def nesting_depth(body: bytes) -> int:
+    """How deeply arrays and objects nest in the valid JSON *body* (``1`` for ``[1]``).
+
+    Brackets inside strings do not count. Runs at C speed: strings are cut out, the
+    brackets kept, and their running count taken by numpy.
+    """
+    text = _STRING.sub(b"", body) if b'"' in body else body
+    brackets = np.frombuffer(text.translate(None, _NOT_BRACKETS), np.uint8)
+    if not brackets.size:
+        return 0
+    steps = np.where(np.isin(brackets, _OPENING), 1, -1)
+    return int(np.cumsum(steps, dtype=np.int64).max())
+
+
+def check_depth(body: bytes, limit: int) -> None:
+    """400 when the valid JSON *body* nests deeper than *limit* levels."""
+    if body.count(b"[") + body.count(b"{") > limit:  # else it cannot nest that deep
+        depth = nesting_depth(body)
+        if depth > limit:
+            raise InvalidInput(f"JSON Parse error: nested too deeply ({depth} levels; the "
+                               f"limit is {limit})")
+
+
+# --- simdjson accelerators ----------------------------------------------------------------
+
+_simdjson = threading.local()
+
+
+def _parse_simdjson(body: bytes) -> Any:
+    """Parse with simdjson: this thread's reused parser for a short body (a new parser per
+    call would allocate its buffers again: about 2 ms of a 2 MB body), else a parser of its
+    own. A parser whose last document is still referenced refuses to parse; then a new one
+    does. The caller has checked the body's length against :data:`SIMDJSON_SAFE_BYTES`."""
+    if len(body) > REUSED_PARSER_BYTES:
+        return simdjson.Parser().parse(body)
+    parser = getattr(_simdjson, "parser", None)
+    if parser is None:
+        parser = _simdjson.parser = simdjson.Parser()
+    try:
+        return parser.parse(body)
+    except RuntimeError:  # "Tried to re-use a parser while ... objects still exist"
+        return simdjson.Parser().parse(body)
+
+
+def number_matrix(body: bytes, key: str) -> Tensor | None:
+    """*body*'s only member *key* as a float64 matrix when it is a non-empty rectangular
+    array of rows of plain JSON numbers; ``None`` for any other body.
+
+    An accelerator for large numeric bodies: simdjson reads the numbers straight into one
+    buffer, with no Python object per number (about ten times faster than :func:`loads`
+    and ``to_array`` on 10,000 rows). Whenever it answers, the answer equals
+    ``to_array(loads(body)[key], "FP64", ...)``; anything it is not sure of (other keys,
+    ``null``, booleans, nesting, ragged rows, integers from 2**53 on, bad JSON, bodies over
+    :data:`SIMDJSON_SAFE_BYTES`) is left to those, with their errors.
+    """
+    if len(body) > SIMDJSON_SAFE_BYTES:
+        return None
+    try:
+        document = _parse_simdjson(body)
+        if not isinstance(document, simdjson.Object) or list(document.keys()) != [key]:
+            return None
+        rows = document[key]
+        if not isinstance(rows, simdjson.Array) or not len(rows):
+            return None
+        width = len(rows[0]) if isinstance(rows[0], simdjson.Array) else 0
+        # every row an array of *width* items, and no other array anywhere in the body:
+        # so every item is a number (as_buffer refuses anything but numbers)
+        if not width or body.count(b"[") != len(rows) + 1 or any(
+                not isinstance(row, simdjson.Array) or len(row) != width for row in rows):
+            return None
+        flat = np.frombuffer(rows.as_buffer(of_type="d"), dtype=np.float64)
+    except (ValueError, TypeError, RuntimeError, KeyError, IndexError):
+        return None
+    if flat.size != len(rows) * width or max(flat.max(), -flat.min()) >= 2.0 ** 53:
+        return None  # from 2**53 on, an integer's rounding could differ from to_array's
+    return flat.reshape(len(rows), width)
+
+
+def loads_v2_infer(body: bytes) -> Any:
+    """Parse an Open Inference Protocol V2 ``/infer`` body as :func:`loads` does, except that
+    the ``data`` of a floating-point input (FP16, FP32, FP64, BF16) holding only numbers
+    comes back as a flat float64 array: simdjson reads the numbers straight into one buffer,
+    with no Python object per number. Its nesting is not kept (V2 data is flattened
+    row-major anyway); any other body or value takes the :func:`loads` path and its errors.
+    """
+    if len(body) > SIMDJSON_SAFE_BYTES:
+        return loads(body)
+    try:
+        document = _parse_simdjson(body)
+        if not isinstance(document, simdjson.Object) or _duplicates(document):
+            return loads(body)
+        # items() would turn every value into Python objects: look each key up lazily
+        parsed = {key: _python(document[key]) for key in document.keys() if key != "inputs"}
+        if "inputs" in document:
+            inputs = document["inputs"]
+            parsed["inputs"] = ([_v2_input(tensor) for tensor in inputs]
+                                if isinstance(inputs, simdjson.Array) else _python(inputs))
+        return parsed
+    except (ValueError, TypeError, RuntimeError):  # bad JSON, NaN tokens, huge integers
+        return loads(body)
+
+
+def _duplicates(obj: Any) -> bool:
+    """Whether the simdjson object *obj* repeats a key: a lookup finds the first, where
+    JSON parsers (and ``as_dict``) keep the last."""
+    keys = list(obj.keys())
+    return len(set(keys)) != len(keys)
+
+
+def _v2_input(tensor: Any) -> Any:
+    if not isinstance(tensor, simdjson.Object) or _duplicates(tensor):
+        return _python(tensor)
+    data = tensor.get("data")
+    if tensor.get("datatype") not in FLOAT_DATATYPES or not isinstance(
+            data, simdjson.Array) or not len(data):
+        return _python(tensor)
+    plain = {key: _python(tensor[key]) for key in tensor.keys() if key != "data"}
+    try:
+        flat = np.frombuffer(data.as_buffer(of_type="d"), dtype=np.float64)
+    except (TypeError, ValueError):  # null, booleans or strings among the numbers
+        return _python(tensor)
+    # only flat data or rows of one width: any other nesting gets to_array's error. Every
+    # item is a number (as_buffer refused the rest), so brackets count the arrays.
+    first = data[0]
+    if isinstance(first, simdjson.Array):
+        width = len(first)
+        if _brackets(data) != len(data) + 1 or flat.size != len(data) * width or any(
+                not isinstance(row, simdjson.Array) or len(row) != width for row in data):
+            return _python(tensor)
+    elif flat.size != len(data) or _brackets(data) != 1:
+        return _python(tensor)
+    plain["data"] = flat
+    return plain
+
+
+def _brackets(array: Any) -> int:
+    """How many arrays the simdjson *array* holds, itself included."""
+    text: bytes = array.mini
+    return text.count(b"[")
+
+
+def _python(value: Any) -> Any:
+    if isinstance(value, simdjson.Object):
+        return value.as_dict()
+    if isinstance(value, simdjson.Array):
+        return value.as_list()
+    return value

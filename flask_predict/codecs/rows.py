@@ -1,0 +1,382 @@
+"""Row and columnar JSON <-> named tensors, with TF Serving's rules and texts.
+
+One decoder for every protocol that sends rows of instances (TF Serving's ``instances`` and
+``inputs``, AI Platform's ``instances``, the instances door of tensor predictors): it follows
+``json_tensor.cc`` (``FillTensorMapFromInstancesList``, ``FillTensorMapFromInputsMap``,
+``FillTensorProto``): a tensor's shape is read down the first items, every leaf is converted
+by the input's dtype, and errors carry TF Serving's wording. numpy converts well-formed
+values at C speed; only a request that fails is walked in Python, to name what is wrong.
+
+Where flask-predict differs from TF Serving, on purpose: ``null`` in a float input is NaN
+(a missing value for XGBoost), and integers out of range for an 8- or 16-bit input are
+refused instead of wrapped.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any, Mapping, Sequence
+
+import numpy as np
+import orjson
+
+from ..errors import InvalidInput, PredictorFailed, Unimplemented
+from ..types import Signature, Tensor, TensorSpec
+from .arrays import b64_bytes, dense_shape, has_booleans, is_b64, json_value, object_array
+from .dtypes import INT64_MAX, INT64_MIN, TF_NAMES, V2_TO_NUMPY, out_of_range
+from .printing import dumps, preview
+
+_INT32 = (-(2**31), 2**31 - 1)
+_INTEGER_LIMITS = {"INT8": _INT32, "INT16": _INT32, "INT32": _INT32, "UINT8": _INT32,
+                   "INT64": (INT64_MIN, INT64_MAX), "UINT32": (0, 2**32 - 1),
+                   "UINT64": (0, 2**64 - 1)}
+"""Integers TF Serving's JSON reader takes for each dtype (rapidjson's IsInt, IsInt64...)."""
+_LOSSLESS = {"FP32": 2**24 - 1, "FP64": 2**53 - 1}
+"""Largest integer a float input takes without loss (TF Serving's ``IsLosslessDecimal``)."""
+_FLOAT_MAX = {"FP32": float(np.finfo(np.float32).max), "FP64": math.inf}
+"""Largest finite value a float input takes (a larger double is not lossless either)."""
+_SUPPORTED = {"FP32", "FP64", "BOOL", "BYTES", *_INTEGER_LIMITS}
+"""Input dtypes TF Serving converts from JSON; others answer 501 (``Conversion of ...``)."""
+
+
+def is_named(value: Any) -> bool:
+    """An instance object naming inputs (not a ``{"b64": ...}`` value)."""
+    return isinstance(value, dict) and not is_b64(value)
+
+
+# --- requests -------------------------------------------------------------------------------
+
+def rows_to_tensors(instances: Any, signature: Signature) -> dict[str, Tensor]:
+    """Row format: one value per instance for a single input, or one object per instance
+    naming every input (required when there are several)."""
+    if not isinstance(instances, list):
+        raise InvalidInput(f"JSON Value: {preview(instances)} Expecting 'instances' to be an "
+                           "list/array")
+    if not instances:
+        raise InvalidInput("JSON Value: [] No values in 'instances' array")
+    specs = {spec.name: spec for spec in signature.inputs}
+    if not isinstance(instances[0], dict) and len(specs) > 1:
+        raise InvalidInput("instances is a plain list, but expecting list of objects as "
+                           "multiple input tensors required as per tensorinfo_map")
+    if is_named(instances[0]):
+        return _named_rows(instances, specs)
+    spec = signature.inputs[0]
+    fast = _fast_tensor(instances, spec)
+    if fast is not None:
+        return {spec.name: fast}
+    for index, item in enumerate(instances):
+        if is_named(item):
+            raise InvalidInput(f"Expecting value/list but got object at item {index} of "
+                               "input list")
+    return {spec.name: _batch(instances, spec, lambda index: f"{index}")}
+
+
+def _named_rows(instances: list[Any], specs: Mapping[str, TensorSpec]) -> dict[str, Tensor]:
+    columns: dict[str, list[Any]] = {name: [] for name in specs}
+    for index, item in enumerate(instances):
+        if not is_named(item):
+            raise InvalidInput(f"Expecting object but got list at item {index} of input list")
+        for name, value in item.items():
+            if name not in specs:
+                shown = name if len(name) <= 200 else name[:200] + "..."  # cut, not whole
+                raise InvalidInput(f"Failed to process element: {index} key: {shown} of "
+                                   "'instances' list. Error: INVALID_ARGUMENT: JSON object: "
+                                   f"does not have named input: {shown}")
+            columns[name].append(value)
+        if item.keys() != specs.keys():
+            raise InvalidInput(f"Failed to process element: {index} of 'instances' list. "
+                               f"JSON object: {preview(item)} keys must be equal to: "
+                               f"{','.join(sorted(specs))}")
+    tensors = {}
+    for name, values in columns.items():
+        fast = _fast_tensor(values, specs[name])
+        tensors[name] = fast if fast is not None else _batch(
+            values, specs[name], lambda index, name=name: f"{index} key: {name}")
+    return tensors
+
+
+def _batch(items: list[Any], spec: TensorSpec, where: Any) -> Tensor:
+    """The instances of one input stacked, TF Serving's way: each converted on its own, all
+    of the same size and shape (``AddInstanceItem``)."""
+    parts: list[Tensor] = []
+    for index, item in enumerate(items):
+        try:
+            part = tensor_from_json(item, spec)
+        except (InvalidInput, Unimplemented) as exc:
+            status = "UNIMPLEMENTED" if isinstance(exc, Unimplemented) else "INVALID_ARGUMENT"
+            raise InvalidInput(f"Failed to process element: {where(index)} of 'instances' "
+                               f"list. Error: {status}: {exc.message}")
+        if parts and part.shape != parts[0].shape:
+            first = parts[0]
+            detail = (f"Expecting tensor size: {first.size} but got: {part.size}"
+                      if part.size != first.size else
+                      f"Expecting shape {_shape_text(first.shape)} but got: "
+                      f"{_shape_text(part.shape)}")
+            raise InvalidInput(f"Failed to process element: {where(index)} of 'instances' "
+                               f"list. Error: INVALID_ARGUMENT: {detail}")
+        parts.append(part)
+    return np.stack(parts)
+
+
+def columns_to_tensors(inputs: Any, signature: Signature) -> dict[str, Tensor]:
+    """Columnar format: the only input's value, or an object naming every input (extra keys
+    are ignored, as in TF Serving)."""
+    specs = {spec.name: spec for spec in signature.inputs}
+    if is_named(inputs):
+        for name in specs:
+            if name not in inputs:
+                raise InvalidInput(f"Missing named input: {name} in 'inputs' object.")
+        return {name: tensor_from_json(inputs[name], spec) for name, spec in specs.items()}
+    if len(specs) != 1:
+        raise InvalidInput("inputs is a plain value/list, but expecting an object as multiple "
+                           "input tensors required as per tensorinfo_map")
+    (spec,) = specs.values()
+    return {spec.name: tensor_from_json(inputs, spec)}
+
+
+def tensor_from_json(value: Any, spec: TensorSpec) -> Tensor:
+    """One tensor from a JSON value (``FillTensorProto``): its shape is read down the first
+    items; every list must have that length at its level and every leaf the input's type."""
+    fast = _fast_tensor(value, spec)
+    if fast is not None:
+        return fast
+    datatype = spec.datatype
+    if datatype not in _SUPPORTED:
+        leaf = _first_leaf(value)
+        raise Unimplemented(f"Conversion of JSON Value: {preview(leaf)} to type: "
+                            f"{TF_NAMES.get(datatype, datatype)}")
+    shape = dense_shape(value)
+    leaves: list[Any] = []
+    _fill(value, 0, shape, leaves)
+    converted = [_leaf(leaf, datatype) for leaf in leaves]
+    if datatype == "BYTES":
+        return object_array(converted, shape)
+    return np.asarray(converted, dtype=V2_TO_NUMPY[datatype]).reshape(shape)
+
+
+def _fast_tensor(value: Any, spec: TensorSpec) -> Tensor | None:
+    """*value* converted by numpy when it is certainly well formed for *spec*, else None."""
+    datatype = spec.datatype
+    dtype = V2_TO_NUMPY.get(datatype)
+    if dtype is None or datatype == "BYTES" or datatype not in _SUPPORTED:
+        return None
+    try:
+        array = np.asarray(value)
+    except (ValueError, TypeError):
+        return None
+    kind = array.dtype.kind
+    if datatype == "BOOL":
+        return array if kind == "b" else None
+    if kind == "O" and dtype.kind == "f":
+        numbers = _numbers_and_nulls(value)
+        if numbers is None:
+            return None
+        array, kind = numbers, "f"
+    if kind not in "iuf" or has_booleans(value):
+        return None
+    if dtype.kind == "f":
+        return array.astype(dtype, copy=False) if _lossless(array, datatype) else None
+    if kind == "f" or out_of_range(array, dtype):
+        return None
+    return array.astype(dtype, copy=False)
+
+
+def _numbers_and_nulls(value: Any) -> Tensor | None:
+    """Nested lists of numbers and ``null`` as float64, ``null`` as NaN; ``None`` when they
+    hold anything else (strings, objects, booleans, integers over 64 bits) or are ragged."""
+    try:
+        text = orjson.dumps(value)
+    except TypeError:
+        return None
+    if b'"' in text or b"true" in text or b"false" in text:
+        return None
+    try:
+        return np.asarray(value, dtype=np.float64)
+    except (ValueError, TypeError):
+        return None
+
+
+def _lossless(array: Tensor, datatype: str) -> bool:
+    """Whether every number of *array* fits *datatype* (FP32/FP64) as TF Serving's
+    ``IsLosslessDecimal`` asks: integers up to 2**24-1 / 2**53-1, floats within range.
+    A whole number past the integer limit may have been written either way: the JSON walk,
+    which knows, decides."""
+    if not array.size:
+        return True
+    if array.dtype.kind in "iu":
+        return max(int(array.max()), -int(array.min())) <= _LOSSLESS[datatype]
+    finite = np.abs(array[np.isfinite(array)])
+    big = finite[finite > _LOSSLESS[datatype]]
+    return not big.size or (float(big.max()) <= _FLOAT_MAX[datatype] and
+                            not (big == np.floor(big)).any())
+
+
+def _fill(value: Any, level: int, shape: tuple[int, ...], leaves: list[Any]) -> None:
+    rank = len(shape)
+    if not isinstance(value, list):
+        if level != rank:
+            raise InvalidInput(f"JSON Value: {preview(value)} found at incorrect level: "
+                               f"{level + 1} in the JSON DOM. Expected at level: {rank}")
+        leaves.append(value)
+        return
+    if level >= rank:
+        raise InvalidInput(f"Encountered list at unexpected level: {level} expected < {rank}")
+    if len(value) != shape[level]:
+        raise InvalidInput(f"Encountered list at unexpected size: {len(value)} at level: "
+                           f"{level} expected size: {shape[level]}")
+    for item in value:
+        _fill(item, level + 1, shape, leaves)
+
+
+def _first_leaf(value: Any) -> Any:
+    while isinstance(value, list) and value:
+        value = value[0]
+    return value
+
+
+def _leaf(value: Any, datatype: str) -> Any:
+    """One JSON leaf as a value of *datatype* (``AddValueToTensor``)."""
+    if isinstance(value, int) and not INT64_MIN <= value <= 2**64 - 1:
+        value = float(value)  # rapidjson reads an integer past 64 bits as a double
+    if datatype == "BYTES":
+        if isinstance(value, str):
+            return value.encode("utf-8")
+        if isinstance(value, dict):
+            if not is_b64(value):
+                raise InvalidInput(f"JSON Value: {preview(value)} not formatted correctly "
+                                   "for base64 data")
+            data = b64_bytes(value["b64"])
+            if data is None:
+                raise InvalidInput("Unable to base64 decode")
+            return data
+    elif datatype == "BOOL":
+        if isinstance(value, bool):
+            return value
+    elif isinstance(value, bool):
+        pass
+    elif datatype in _LOSSLESS:
+        if value is None:
+            return math.nan
+        if isinstance(value, int):
+            if abs(value) > _LOSSLESS[datatype]:
+                raise _lossy(value, datatype)
+            return value
+        if isinstance(value, float):
+            if math.isfinite(value) and abs(value) > _FLOAT_MAX[datatype]:
+                raise _lossy(value, datatype)
+            return value
+    elif isinstance(value, int):
+        low, high = _INTEGER_LIMITS[datatype]
+        if low <= value <= high and not out_of_range(np.asarray(value), V2_TO_NUMPY[datatype]):
+            return value
+    raise InvalidInput(f"JSON Value: {preview(value)} Type: {json_type(value)} is not of "
+                       f"expected type: {TF_NAMES[datatype]}")
+
+
+def _lossy(value: Any, datatype: str) -> InvalidInput:
+    return InvalidInput(f"Cannot convert JSON value: {preview(value)} to "
+                        f"{TF_NAMES[datatype]} without loss of precision.")
+
+
+def json_type(value: Any) -> str:
+    """rapidjson's type name, as ``JsonTypeString`` prints it."""
+    if value is None:
+        return "Null"
+    if value is True:
+        return "True"
+    if value is False:
+        return "False"
+    if isinstance(value, dict):
+        return "Object"
+    if isinstance(value, list):
+        return "Array"
+    if isinstance(value, str):
+        return "String"
+    return "Number"
+
+
+def _shape_text(shape: Sequence[int]) -> str:
+    return "[" + ",".join(str(size) for size in shape) + "]"
+
+
+def matrix_to_tensors(matrix: Tensor, signature: Signature) -> dict[str, Tensor] | None:
+    """What :func:`rows_to_tensors` makes of the rows of a ``number_matrix``, or ``None``
+    unless *signature* has one FP32/FP64 input (other dtypes need the JSON values)."""
+    if len(signature.inputs) != 1:
+        return None
+    spec = signature.inputs[0]
+    if spec.datatype not in _LOSSLESS or not _lossless(matrix, spec.datatype):
+        return None
+    return {spec.name: matrix.astype(V2_TO_NUMPY[spec.datatype], copy=False)}
+
+
+# --- responses ------------------------------------------------------------------------------
+
+def tensors_to_rows(outputs: Mapping[str, Tensor]) -> list[Any]:
+    """Encode outputs as one prediction per row: the bare value for a single output,
+    else an object keyed by output name."""
+    if len(outputs) == 1:
+        ((name, array),) = outputs.items()
+        values = json_value(array, name)
+        return values if isinstance(values, list) else [values]
+    columns = {name: json_value(array, name) for name, array in outputs.items()}
+    sizes = {len(v) if isinstance(v, list) else 1 for v in columns.values()}
+    if len(sizes) != 1:
+        raise InvalidInput("outputs have different batch sizes; ask for columnar format")
+    (size,) = sizes
+    return [{name: values[i] for name, values in columns.items()} for i in range(size)]
+
+
+# --- the instances door of tensor-only predictors and back ----------------------------------
+
+def tensors_to_instances(inputs: Mapping[str, Tensor]) -> list[Any]:
+    """What a custom predictor receives from a tensor protocol: one input gives its rows,
+    several give one object per row. float32 values arrive as the numbers they print as
+    (``5.1``, not ``5.099999904632568``)."""
+    return tensors_to_rows({name: _short_floats(array) for name, array in inputs.items()})
+
+
+def _short_floats(array: Tensor) -> Tensor:
+    if array.dtype != np.float32:
+        return array
+    return array.astype(str).astype(np.float64)
+
+
+def predictions_to_tensor(predictions: Sequence[Any]) -> Tensor:
+    """A custom predictor's list of predictions as one array: numbers stay numbers,
+    text becomes BYTES, anything else one JSON document per prediction."""
+    try:
+        array = np.asarray(predictions)
+    except (ValueError, TypeError):
+        array = np.asarray([None])
+    if array.dtype.kind in "biuf":
+        return array
+    if array.dtype.kind == "U":
+        encoded: Tensor = np.frompyfunc(lambda s: s.encode("utf-8"), 1, 1)(array)
+        return encoded.astype(object)
+    out = np.empty(len(predictions), dtype=object)
+    out[:] = [dumps(p) for p in predictions]
+    return out
+
+
+def predictions_to_outputs(predictions: Sequence[Any],
+                           outputs: Sequence[TensorSpec]) -> dict[str, Tensor]:
+    """A custom predictor's predictions as its declared outputs: one output takes them as
+    they are; several need each prediction to be an object naming them. Numbers are cast
+    to a declared numeric datatype."""
+    if len(outputs) <= 1:
+        spec = outputs[0] if outputs else TensorSpec("predictions", "BYTES", None)
+        return {spec.name: _declared(predictions_to_tensor(predictions), spec)}
+    names = [spec.name for spec in outputs]
+    if not all(isinstance(p, dict) and set(names) <= p.keys() for p in predictions):
+        raise PredictorFailed(f"the model declares outputs {names}: each prediction must be "
+                              "an object naming them")
+    return {spec.name: _declared(predictions_to_tensor([p[spec.name] for p in predictions]),
+                                 spec) for spec in outputs}
+
+
+def _declared(array: Tensor, spec: TensorSpec) -> Tensor:
+    dtype = V2_TO_NUMPY.get(spec.datatype)
+    if dtype is None or dtype.kind == "O" or array.dtype.kind not in "biuf":
+        return array
+    return array.astype(dtype, copy=False)
