@@ -78,8 +78,9 @@ class SleepyPredictor:
     def predict(self, instances, **kwargs):
         try:
             for inst in instances:
-                if isinstance(inst, list):  # a row [sleep, spin]
-                    inst = dict(zip(["sleep", "spin"], inst))
+                if not isinstance(inst, dict):  # a row [sleep, spin]: a list, or numpy
+                    values = [float(v) for v in __import__("numpy").ravel(inst)]  # via grps
+                    inst = dict(zip(["sleep", "spin"], values))
                 time.sleep(inst.get("sleep", 0))
                 end = time.monotonic() + inst.get("spin", 0)
                 while time.monotonic() < end:
