@@ -4,6 +4,11 @@ pickled Booster or scikit-learn wrapper (``model.joblib``, ``model.pkl``).
 NaN and JSON ``null`` are *missing* values (``missing=NaN``), never 0. A row wider or
 narrower than the model's feature count is refused: XGBoost itself silently reads a narrow
 row's absent trailing features as missing.
+
+Predictions go through :func:`onepass.one_pass` where it answers exactly as the model's own
+methods (a Booster, XGBRegressor, binary and multiclass XGBClassifier): one XGBoost call per
+request gives every output, through :class:`dense.DensePredict`, XGBoost's own in-place
+prediction without its Python wrapper's per-call work.
 """
 
 from __future__ import annotations
@@ -21,6 +26,8 @@ from flask_predict import (FailedPrecondition, InvalidInput, ModelMetadata, Pred
                            Signature, TensorSpec)
 from flask_predict.codecs import NUMPY_TO_V2, check_shape
 from flask_predict.types import DEFAULT_SIGNATURE, Tensor
+
+from .onepass import one_pass
 
 NATIVE_FILES = ("model.bst", "model.json", "model.ubj")
 PICKLE_FILES = ("model.joblib", "model.pkl")
@@ -47,6 +54,8 @@ class XGBoostPredictor(Predictor):
             raise TypeError(f"unknown output(s) {unknown}; this model has {list(self.methods)}")
         self.default_outputs = tuple(outputs) if outputs else self.methods
         self._metadata = self._describe()
+        self.one_pass = one_pass(model)
+        """Every output from one XGBoost call; ``None``: the model's own methods."""
 
     @classmethod
     def from_path(cls, model_dir: str, outputs: Sequence[str] | None = None,
@@ -94,21 +103,19 @@ class XGBoostPredictor(Predictor):
         if features.ndim == 1:
             raise InvalidInput("expected a batch of feature rows (a 2-D array), got 1-D")
         check_shape(features, self._metadata.signature.inputs[0])
-        features = np.ascontiguousarray(features, dtype=np.float32)
+        features = np.require(features, np.float32, ("C", "A"))
         if np.isinf(features).any():
             raise FailedPrecondition("Prediction failed: Input data contains `inf` or a value "
                                      "too large for float32; NaN or null mark a missing value")
-        result = {}
-        for method in outputs or self.default_outputs:
-            try:
-                if isinstance(self.model, xgb.Booster):
-                    values = self.booster.inplace_predict(features, missing=np.nan)
-                else:
-                    values = getattr(self.model, method)(features)
-            except xgb.core.XGBoostError as exc:
-                raise FailedPrecondition(f"Prediction failed: {_first_line(exc)}")
-            result[method] = np.asarray(values)
-        return result
+        wanted = outputs or self.default_outputs
+        try:
+            if self.one_pass is not None:
+                every = self.one_pass(features)
+                return {method: every[method] for method in wanted}
+            return {method: np.asarray(getattr(self.model, method)(features))
+                    for method in wanted}
+        except xgb.core.XGBoostError as exc:
+            raise FailedPrecondition(f"Prediction failed: {_first_line(exc)}")
 
 
 def load_model(model_dir: str) -> xgb.Booster | xgb.XGBModel:

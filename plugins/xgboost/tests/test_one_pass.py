@@ -1,0 +1,183 @@
+"""One XGBoost call per request answers exactly what XGBoost's own methods answer.
+
+XGBoost's own path is the reference: ``Booster.inplace_predict`` for :class:`DensePredict`,
+the scikit-learn wrapper's ``predict``/``predict_proba`` for the predictor's outputs; random
+rows with missing values (NaN), and models whose answers tie.
+"""
+
+from __future__ import annotations
+
+import math
+from pathlib import Path
+
+import joblib
+import numpy as np
+import pytest
+import xgboost as xgb
+
+from flask_predict.types import Tensor
+from flask_predict_xgboost import XGBoostPredictor
+from flask_predict_xgboost.dense import DensePredict
+
+FEATURES = 6
+
+
+def rows(count: int, seed: int = 0, missing: float = 0.2) -> Tensor:
+    """Random float32 rows, a share of them NaN, some exactly 0."""
+    rng = np.random.default_rng(seed)
+    x = rng.normal(size=(count, FEATURES)).astype(np.float32)
+    x[rng.random(x.shape) < missing] = np.nan
+    x[rng.random(x.shape) < 0.05] = 0.0
+    return x
+
+
+def training(objective: str, seed: int = 1) -> tuple[Tensor, Tensor]:
+    x = rows(600, seed)
+    signal = np.nan_to_num(x[:, 0]) + np.nan_to_num(x[:, 1]) * 0.5
+    if objective.startswith("multi"):
+        return x, np.digitize(signal, [-0.5, 0.5]).astype(float)
+    if objective.startswith(("binary", "reg:logistic")):
+        return x, (signal > 0).astype(float)
+    if objective.startswith("count"):
+        return x, np.round(np.exp(signal / 2))
+    return x, signal
+
+
+def assert_same(got: Tensor, expected: Tensor) -> None:
+    """Same dtype, shape and bits (NaN where NaN)."""
+    expected = np.asarray(expected)
+    assert got.dtype == expected.dtype and got.shape == expected.shape
+    np.testing.assert_array_equal(got, expected, strict=True)
+
+
+OBJECTIVES = ["binary:logistic", "binary:logitraw", "reg:squarederror", "reg:logistic",
+              "count:poisson", "multi:softprob", "multi:softmax"]
+
+
+@pytest.mark.parametrize("objective", OBJECTIVES)
+def test_dense_predict_is_xgboosts_inplace_predict(objective: str) -> None:
+    x, y = training(objective)
+    params = {"objective": objective, "max_depth": 4, "nthread": 1}
+    if objective.startswith("multi"):
+        params["num_class"] = 3
+    booster = xgb.train(params, xgb.DMatrix(x, label=y), num_boost_round=20)
+    for count in (1, 7, 500):
+        data = rows(count, seed=count)
+        for margin in (False, True):
+            kind = "margin" if margin else "value"
+            assert_same(DensePredict(booster, margin=margin)(data),
+                        booster.inplace_predict(data, missing=np.nan, predict_type=kind))
+        assert_same(DensePredict(booster, iteration_range=(2, 9))(data),
+                    booster.inplace_predict(data, iteration_range=(2, 9)))
+    # another missing-value sentinel: 0 is missing, NaN too
+    data = rows(50, seed=9)
+    assert_same(DensePredict(booster, missing=0.0)(data),
+                booster.inplace_predict(data, missing=0.0))
+
+
+def test_dense_predict_refuses_what_it_would_misread() -> None:
+    x, y = training("reg:squarederror")
+    dense = DensePredict(xgb.train({"nthread": 1}, xgb.DMatrix(x, label=y), 2))
+    for bad in (x.astype(np.float64), np.asfortranarray(x[:5]), x[0]):
+        with pytest.raises(ValueError, match="float32"):
+            dense(bad)
+
+
+def test_dense_predict_raises_xgboosts_error() -> None:
+    x, y = training("reg:squarederror")
+    dense = DensePredict(xgb.train({"nthread": 1}, xgb.DMatrix(x, label=y), 2))
+    with pytest.raises(xgb.core.XGBoostError):
+        dense(np.zeros((2, FEATURES + 3), dtype=np.float32))
+
+
+def load(tmp_path: Path, model: object) -> XGBoostPredictor:
+    folder = tmp_path / "1"
+    folder.mkdir(exist_ok=True)
+    joblib.dump(model, folder / "model.joblib")
+    return XGBoostPredictor.from_path(str(folder))
+
+
+def assert_outputs_are_the_models(predictor: XGBoostPredictor, model: xgb.XGBModel) -> None:
+    for count in (1, 9, 400):
+        data = rows(count, seed=100 + count)
+        got = predictor.predict_tensors({"inputs": data})
+        assert_same(got["predict"], model.predict(data))
+        if "predict_proba" in predictor.methods:
+            assert_same(got["predict_proba"], model.predict_proba(data))
+            alone = predictor.predict_tensors({"inputs": data}, ["predict_proba"])
+            assert list(alone) == ["predict_proba"]
+            assert_same(alone["predict_proba"], model.predict_proba(data))
+        assert predictor.predict(data.tolist()) == np.asarray(model.predict(data)).tolist()
+
+
+def binary_classifier() -> xgb.XGBClassifier:
+    x, y = training("binary:logistic")
+    return xgb.XGBClassifier(n_estimators=15, max_depth=3, n_jobs=1).fit(x, y)
+
+
+def multiclass_classifier() -> xgb.XGBClassifier:
+    x, y = training("multi:softprob")
+    return xgb.XGBClassifier(n_estimators=10, max_depth=3, n_jobs=1).fit(x, y)
+
+
+def early_stopped_classifier() -> xgb.XGBClassifier:
+    x, y = training("binary:logistic")
+    model = xgb.XGBClassifier(n_estimators=200, max_depth=3, n_jobs=1,
+                              early_stopping_rounds=3, learning_rate=0.8)
+    model.fit(x[:400], y[:400], eval_set=[(x[400:], y[400:])], verbose=False)
+    assert model.best_iteration < 199  # predictions use the trees up to the best round
+    return model
+
+
+def regressor() -> xgb.XGBRegressor:
+    x, y = training("reg:squarederror")
+    return xgb.XGBRegressor(n_estimators=15, max_depth=3, n_jobs=1, missing=0.0).fit(x, y)
+
+
+@pytest.mark.parametrize("make", [binary_classifier, multiclass_classifier,
+                                  early_stopped_classifier, regressor])
+def test_one_pass_answers_as_the_wrapper(tmp_path: Path, make: object) -> None:
+    model = make()  # type: ignore[operator]
+    predictor = load(tmp_path, model)
+    assert predictor.one_pass is not None
+    assert_outputs_are_the_models(predictor, model)
+
+
+def tied(classes: int) -> xgb.XGBClassifier:
+    """A classifier whose every answer is a tie: one constant feature, balanced labels
+    (probability exactly 0.5 for two classes, equal ones for more)."""
+    x = np.ones((6 * classes, FEATURES), dtype=np.float32)
+    y = np.arange(6 * classes) % classes
+    return xgb.XGBClassifier(n_estimators=3, n_jobs=1).fit(x, y)
+
+
+@pytest.mark.parametrize("classes", [2, 3])
+def test_ties_answer_as_the_wrapper(tmp_path: Path, classes: int) -> None:
+    model = tied(classes)
+    probabilities = model.predict_proba(rows(20))
+    assert (probabilities == probabilities[:, :1]).all()  # a real tie
+    predictor = load(tmp_path, model)
+    assert predictor.one_pass is not None
+    assert_outputs_are_the_models(predictor, model)
+
+
+def test_models_without_a_known_derivation_use_their_own_methods(tmp_path: Path) -> None:
+    x, y = training("multi:softmax")
+    softmax = xgb.XGBClassifier(n_estimators=5, objective="multi:softmax", n_jobs=1).fit(x, y)
+    x, y = training("reg:squarederror")
+    linear = xgb.XGBRegressor(n_estimators=5, booster="gblinear", n_jobs=1).fit(x, y)
+    for model in (softmax, linear):
+        predictor = load(tmp_path, model)
+        assert predictor.one_pass is None
+        assert_outputs_are_the_models(predictor, model)
+
+
+def test_booster_answers_as_inplace_predict(tmp_path: Path) -> None:
+    x, y = training("multi:softprob")
+    booster = xgb.train({"objective": "multi:softprob", "num_class": 3, "nthread": 1},
+                        xgb.DMatrix(x, label=y), num_boost_round=8)
+    booster.save_model(tmp_path / "model.json")
+    predictor = XGBoostPredictor.from_path(str(tmp_path))
+    data = rows(30)
+    assert_same(predictor.predict_tensors({"inputs": data})["predict"],
+                booster.inplace_predict(data, missing=math.nan))
