@@ -19,7 +19,11 @@ from flask_predict import (FailedPrecondition, InvalidInput, ModelMetadata, Pred
 from flask_predict.codecs import NUMPY_TO_V2, check_shape
 from flask_predict.types import DEFAULT_SIGNATURE, Tensor
 
+from .linear import is_linear_classifier, linear_predict, plain_finite
 from .manifest import MODEL_FILES  # noqa: E402  (one list: detection and loading)
+from .onepass import one_pass
+
+__all__ = ["SklearnPredictor", "is_linear_classifier", "linear_predict", "load_model"]
 METHODS = ("predict", "predict_proba")
 
 
@@ -40,6 +44,9 @@ class SklearnPredictor(Predictor):
         self._metadata = self._describe()
         self.linear = is_linear_classifier(model)
         """Whether ``predict`` can skip scikit-learn's per-call checks (:func:`linear_predict`)."""
+        self.one_pass = one_pass(model) if "predict_proba" in self.methods else None
+        """``predict`` and ``predict_proba`` from one pass of the model, where that is
+        exactly what the model's own methods answer (:mod:`.onepass`); else ``None``."""
 
     @classmethod
     def from_path(cls, model_dir: str, outputs: Sequence[str] | None = None,
@@ -75,49 +82,21 @@ class SklearnPredictor(Predictor):
                         signature: str | None = None) -> dict[str, Tensor]:
         features = _single_input(inputs)
         check_shape(features, self._metadata.signature.inputs[0])
-        result = {}
-        for method in outputs or self.default_outputs:
-            if method == "predict" and self.linear and _plain_finite(features):
-                result[method] = linear_predict(self.model, features)
-                continue
-            try:
-                result[method] = np.asarray(getattr(self.model, method)(features))
-            except ValueError as exc:  # scikit-learn's input validation
-                raise FailedPrecondition(f"Prediction failed: {exc}")
-        return result
-
-
-def is_linear_classifier(model: Any) -> bool:
-    """A linear classifier (LogisticRegression, SGDClassifier, ...) whose ``predict`` is
-    scikit-learn's own, fitted without feature names (those make scikit-learn warn)."""
-    from sklearn.linear_model import LogisticRegression
-
-    cls = type(model)
-    return (getattr(cls, "predict", None) is LogisticRegression.predict
-            and getattr(cls, "decision_function", None) is LogisticRegression.decision_function
-            and getattr(model, "feature_names_in_", None) is None
-            and isinstance(getattr(model, "coef_", None), np.ndarray)
-            and model.coef_.ndim == 2
-            and isinstance(getattr(model, "classes_", None), np.ndarray))
-
-
-def linear_predict(model: Any, features: Tensor) -> Tensor:
-    """``model.predict(features)`` for a linear classifier, as scikit-learn computes it
-    (scores ``X @ coef_.T + intercept_``; the positive class where a single score is
-    over 0, else the highest score) without its per-call input checks, which cost about
-    140 us a call, 50 times the arithmetic for one row. The caller has checked the shape,
-    and that the values are finite float64 (scikit-learn's own errors come otherwise)."""
-    scores = features @ model.coef_.T + model.intercept_
-    if scores.shape[1] == 1:
-        indices = (scores[:, 0] > 0).astype(np.intp)
-    else:
-        indices = scores.argmax(axis=1)
-    labels: Tensor = model.classes_.take(indices, axis=0)
-    return labels
-
-
-def _plain_finite(features: Tensor) -> bool:
-    return features.dtype == np.float64 and bool(np.isfinite(features).all())
+        wanted = outputs or self.default_outputs
+        try:
+            if self.one_pass is not None and "predict_proba" in wanted:
+                predict, predict_proba = self.one_pass(features)
+                both = {"predict": predict, "predict_proba": predict_proba}
+                return {method: both[method] for method in wanted}
+            result = {}
+            for method in wanted:
+                if method == "predict" and self.linear and plain_finite(features):
+                    result[method] = linear_predict(self.model, features)
+                else:
+                    result[method] = np.asarray(getattr(self.model, method)(features))
+            return result
+        except ValueError as exc:  # scikit-learn's input validation
+            raise FailedPrecondition(f"Prediction failed: {exc}")
 
 
 def load_model(model_dir: str) -> Any:
