@@ -51,8 +51,9 @@ def test_same_answers_as_scikit_learn(tmp_path: Path, make: object) -> None:
     assert predictor.linear
     width = model.coef_.shape[1]
     rng = np.random.default_rng(0)
-    for rows in (1, 7, 1000):
-        x = rng.normal(scale=3.0, size=(rows, width))
+    for rows, dtype in ((1, np.float64), (7, np.float64), (1000, np.float64),
+                        (1, np.float32), (500, np.float32)):
+        x = rng.normal(scale=3.0, size=(rows, width)).astype(dtype)
         got = predictor.predict_tensors({"inputs": x})["predict"]
         expected = model.predict(x)
         assert got.dtype == expected.dtype

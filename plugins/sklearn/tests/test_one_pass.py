@@ -109,8 +109,9 @@ def rows(count: int, seed: int) -> Tensor:
 
 
 def assert_same_answers(predictor: SklearnPredictor, model: Any) -> None:
-    for count in (1, 5, 2000):
-        x = rows(count, count)
+    for count, dtype in ((1, np.float64), (5, np.float64), (2000, np.float64),
+                         (1, np.float32), (300, np.float32)):
+        x = rows(count, count).astype(dtype)
         got = predictor.predict_tensors({"inputs": x})
         assert list(got) == ["predict", "predict_proba"]
         for name, expected in (("predict", model.predict(x)),
