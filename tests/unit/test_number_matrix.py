@@ -10,6 +10,7 @@ import pytest
 from flask import Flask
 
 from flask_predict import codecs
+from flask_predict.codecs import parsing
 from flask_predict.types import Signature, TensorSpec
 
 MATRIX_BODIES = [
@@ -45,9 +46,14 @@ OTHER_BODIES = [
 ]
 
 
+# as they are (small: read by orjson), and padded with spaces past codecs.SMALL_BODY (simdjson)
+PADDING = pytest.mark.parametrize("pad", [0, parsing.SMALL_BODY + 1], ids=["small", "large"])
+
+
+@PADDING
 @pytest.mark.parametrize("body", MATRIX_BODIES)
-def test_matrix_equals_the_general_path(body: bytes) -> None:
-    matrix = codecs.number_matrix(body, "instances")
+def test_matrix_equals_the_general_path(body: bytes, pad: int) -> None:
+    matrix = codecs.number_matrix(body + b" " * pad, "instances")
     assert matrix is not None
     expected = codecs.to_array(codecs.loads(body)["instances"], "FP64", "instances")
     assert matrix.dtype == np.float64 and expected.dtype == np.float64
@@ -55,9 +61,10 @@ def test_matrix_equals_the_general_path(body: bytes) -> None:
     assert matrix.tobytes() == expected.tobytes()  # bit for bit, -0.0 included
 
 
+@PADDING
 @pytest.mark.parametrize("body", OTHER_BODIES)
-def test_matrix_leaves_other_bodies_to_the_general_path(body: bytes) -> None:
-    assert codecs.number_matrix(body, "instances") is None
+def test_matrix_leaves_other_bodies_to_the_general_path(body: bytes, pad: int) -> None:
+    assert codecs.number_matrix(body + b" " * pad, "instances") is None
 
 
 def test_matrix_to_tensors_needs_one_float_input() -> None:
