@@ -43,6 +43,9 @@ class Scenario:
     rows: int = 1
     headers: Mapping[str, str] = field(default_factory=dict)
     """Extra request headers (the V2 binary extension's ``Inference-Header-Content-Length``)."""
+    bodies: Mapping[str, Path] = field(default_factory=dict)
+    """The same request in other body formats, by name: a server whose ``body_format`` is
+    one of them is sent that file instead of *body_file*."""
 
 
 @dataclass(frozen=True)
@@ -63,9 +66,17 @@ class Server:
     """Wait until *ready_path* answers this status (``None``: any answer)."""
     check: Check | None = None
     models: frozenset[str] | None = None  # None: serves every scenario's model
+    body_format: str = ""
+    """Which of a scenario's ``bodies`` this server takes (``""``: its ``body_file``)."""
+    process: str = ""
+    """Servers with the same non-empty *process* are routes of one started server: the
+    first one's command runs, once, and the others are measured on it."""
 
     def serves(self, scenario: Scenario) -> bool:
         return self.models is None or scenario.model in self.models
+
+    def body(self, scenario: Scenario) -> Path:
+        return scenario.bodies.get(self.body_format, scenario.body_file)
 
 
 @dataclass(frozen=True)
@@ -85,8 +96,13 @@ class Result:
 
 
 def require_wrk() -> str:
-    """The path of ``wrk``; exit with install instructions when it is missing."""
+    """The path of ``wrk``, installed from Debian when it is missing and we are root; else
+    exit with install instructions."""
     path = shutil.which("wrk")
+    if path is None and os.geteuid() == 0 and shutil.which("apt-get"):
+        print("installing the load generator wrk (apt-get install wrk)", flush=True)
+        subprocess.run(["apt-get", "install", "-y", "-qq", "wrk"], check=False)
+        path = shutil.which("wrk")
     if path is None:
         sys.exit("benchmarks need the load generator wrk: apt-get install wrk")
     version = subprocess.run([path, "--version"], capture_output=True, text=True).stdout
@@ -233,7 +249,7 @@ def run_wrk(url: str, body_file: Path, connections: int, seconds: float,
 def check_answer(server: Server, port: int, scenario: Scenario) -> None:
     """Send the scenario's body once: a 200 and, if the server has one, its check."""
     path = server.path.replace("{model}", scenario.model)
-    status, answer = post(port, path, scenario.body_file.read_bytes(), scenario.headers)
+    status, answer = post(port, path, server.body(scenario).read_bytes(), scenario.headers)
     if status != 200:
         raise RuntimeError(f"{server.name} {scenario.name}: HTTP {status}: {answer[:300]!r}")
     if server.check is not None:
@@ -245,10 +261,11 @@ def measure(server: Server, running: Running, scenario: Scenario, round_: int,
     """Warm the running *server* up with the scenario, then load it for *seconds*."""
     url = (f"http://127.0.0.1:{running.port}"
            f"{server.path.replace('{model}', scenario.model)}")
-    run_wrk(url, scenario.body_file, scenario.connections, warmup, headers=scenario.headers)
+    body = server.body(scenario)
+    run_wrk(url, body, scenario.connections, warmup, headers=scenario.headers)
     cpu = running.cpu_seconds()
-    rps, mean, p99, errors, requests = run_wrk(url, scenario.body_file, scenario.connections,
-                                               seconds, headers=scenario.headers)
+    rps, mean, p99, errors, requests = run_wrk(url, body, scenario.connections, seconds,
+                                               headers=scenario.headers)
     cpu_ms = (running.cpu_seconds() - cpu) * 1000 / max(requests, 1)
     print(f"  round {round_} {server.name:<14} {scenario.name:<16} {rps:9.1f} req/s"
           f"  mean {mean:7.1f} ms  p99 {p99:7.1f} ms  cpu {cpu_ms:7.3f} ms/req"
@@ -266,8 +283,12 @@ def run_rounds(servers: Sequence[Server], scenarios: Sequence[Scenario], rounds:
     """
     results: list[Result] = []
     with ExitStack() as stack:
-        running = [(server, stack.enter_context(started(server, log_dir=log_dir)))
-                   for server in servers]
+        processes: dict[str, Running] = {}
+        for server in servers:
+            key = server.process or server.name
+            if key not in processes:
+                processes[key] = stack.enter_context(started(server, log_dir=log_dir))
+        running = [(server, processes[server.process or server.name]) for server in servers]
         for server, process in running:
             for scenario in scenarios:
                 if server.serves(scenario):

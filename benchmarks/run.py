@@ -1,167 +1,204 @@
-"""Issue 2's speed benchmark: the AI Platform route against two floors and KServe.
+"""The speed benchmark: every route of flask-predict against KServe, MLServer and the floors.
 
-Trains a 20-feature LogisticRegression and a 100-tree XGBoost model into a temporary folder
-and sends ``{"instances": [...]}`` bodies of 1, 100 and 10,000 rows (about 2 MB) at 16
-connections to four servers, each with 2 worker processes on 127.0.0.1:
+One command measures, in one run, the 20-feature LogisticRegression ``lr`` and the 100-tree
+XGBoost ``xgb`` (``models.py``) at four sizes (1 row at 1 connection, 1 row at 16, 100 rows at
+16, 10,000 rows at 2) on:
 
-* ``flask-predict``: ``gunicorn -c gunicorn.conf.py wsgi:app``;
-* ``bare-wsgi`` and ``flask-floor``: the floors in ``floors.py`` (drain the body, answer a
-  constant);
-* ``kserve``: KServe's Python server (``kserve_server.py``) in its own venv.
+* flask-predict (``gunicorn -c gunicorn.conf.py wsgi:app``, 2 sync workers): its AI Platform,
+  TF Serving, V2 JSON and grps routes, one server;
+* KServe (V1 ``:predict`` and V2 ``/infer``, one server) and MLServer (V2), the peers
+  (``peers.py``, their own venv, 2 workers each);
+* the floors (``floors.py``, 2 gunicorn sync workers): ``bare-wsgi``, a WSGI callable that
+  drains the body and answers a constant, and ``flask-floor``, the cheapest Flask view doing
+  the same.
 
-No thread environment variable is passed to any server: each sizes its own pools. The
-medians of the rounds are printed and written to ``README.md`` as ratios.
+No thread environment variable reaches any server: each sizes its own pools. The medians of
+the rounds become one table of ratios against the fastest peer, one against the Flask floor,
+and the raw figures; they are printed, written to ``results/`` and to ``README.md``.
 
-    .venv/bin/python benchmarks/run.py [--rounds 3] [--seconds 5] [--no-kserve]
+    .venv/bin/python benchmarks/run.py [--rounds 3] [--seconds 5] [--quick] [--no-peers]
 """
 
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import json
 import os
-import subprocess
 import sys
 import tempfile
 import time
 from pathlib import Path
 from typing import Sequence
 
-import numpy as np
-
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
 
 import floors  # noqa: E402
 import harness  # noqa: E402
-from harness import Scenario, Server  # noqa: E402
+import models  # noqa: E402
+import peers  # noqa: E402
+from harness import Result, Scenario, Server  # noqa: E402
 
 ROOT = HERE.parent
-KSERVE_VENV = HERE / ".venv-kserve"
-FEATURES = 20
-ROW_COUNTS = (1, 100, 10_000)
+SIZES = {"1 row, 1 conn": (1, 1), "1 row, 16 conns": (1, 16),
+         "100 rows, 16 conns": (100, 16), "10,000 rows, 2 conns": (10_000, 2)}
+"""Column name -> (rows per request, connections)."""
+ROUTES = {"AI Platform": ("/v1/projects/bench/models/{model}:predict", "instances"),
+          "TF Serving": ("/v1/models/{model}:predict", "instances"),
+          "V2 JSON": ("/v2/models/{model}/infer", "v2"),
+          "grps": ("/grps/v1/infer/predict?model={model}", "grps")}
+"""flask-predict's routes: name -> (path, body format)."""
+PEERS = ("kserve V1", "kserve V2", "mlserver V2")
+FLOORS = ("bare-wsgi", "flask-floor")
 THREAD_VARIABLES = ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS",
                     "BLIS_NUM_THREADS", "VECLIB_MAXIMUM_THREADS", "NUMEXPR_NUM_THREADS",
                     "TF_NUM_INTRAOP_THREADS", "TF_NUM_INTEROP_THREADS",
                     "FLASK_PREDICT_THREADS", "FLASK_PREDICT_WORKERS")
 
 
-def train_models(root: Path) -> None:
-    """``lr/1/model.joblib`` and ``xgb/1/model.json``, both on the same 20 features."""
-    import joblib
-    import xgboost as xgb
-    from sklearn.datasets import make_classification
-    from sklearn.linear_model import LogisticRegression
-
-    x, y = make_classification(n_samples=2000, n_features=FEATURES, random_state=0)
-    (root / "lr" / "1").mkdir(parents=True)
-    joblib.dump(LogisticRegression(max_iter=1000).fit(x, y), root / "lr" / "1" / "model.joblib")
-    booster = xgb.train({"objective": "binary:logistic", "max_depth": 6, "nthread": 1},
-                        xgb.DMatrix(x, label=y), num_boost_round=100)
-    (root / "xgb" / "1").mkdir(parents=True)
-    booster.save_model(root / "xgb" / "1" / "model.json")
-
-
-def write_body(path: Path, rows: int) -> Path:
-    """``{"instances": [[20 numbers], ...]}`` with 6 decimals, as a client would print."""
-    values = np.random.default_rng(rows).normal(size=(rows, FEATURES))
-    text = ",".join("[" + ",".join(f"{v:.6f}" for v in row) + "]" for row in values)
-    path.write_text('{"instances":[' + text + "]}")
-    return path
-
-
-def scenarios(work: Path, row_counts: Sequence[int] = ROW_COUNTS) -> list[Scenario]:
-    bodies = {rows: write_body(work / f"body-{rows}.json", rows) for rows in row_counts}
-    return [Scenario(f"{model} {rows:,} row{'s' if rows > 1 else ''}", model, bodies[rows],
-                     connections=16, rows=rows)
-            for model in ("lr", "xgb") for rows in row_counts]
-
-
-def check_predictions(scenario: Scenario, answer: bytes) -> None:
-    predictions = json.loads(answer)["predictions"]
-    if len(predictions) != scenario.rows:
-        raise AssertionError(f"{scenario.name}: {len(predictions)} predictions for "
-                             f"{scenario.rows} rows")
-
-
-def ensure_kserve_venv() -> Path:
-    """The KServe venv's python, created from ``requirements-kserve.txt`` if missing."""
-    python = KSERVE_VENV / "bin" / "python"
-    if not python.exists():
-        print(f"creating {KSERVE_VENV} for KServe (once)", flush=True)
-        subprocess.run([sys.executable, "-m", "venv", str(KSERVE_VENV)], check=True)
-        subprocess.run([str(python), "-m", "pip", "install", "--quiet", "-r",
-                        str(HERE / "requirements-kserve.txt")], check=True)
-    return python
-
-
-def servers(models: Path, with_kserve: bool) -> list[Server]:
-    config = {name: {"base_path": str(models / name)} for name in ("lr", "xgb")}
-    found = [
-        Server("flask-predict",
-               [sys.executable, "-m", "gunicorn", "-c", "gunicorn.conf.py", "wsgi:app"],
-               path="/v1/projects/bench/models/{model}:predict", cwd=ROOT,
-               env={"PORT": "{port}", "HOST": "127.0.0.1", "WEB_CONCURRENCY": "2",
-                    "FLASK_PREDICT_MODELS": json.dumps(config)},
-               check=check_predictions),
-        Server("bare-wsgi", floors.gunicorn_command("bare"), path="/"),
-        Server("flask-floor", floors.gunicorn_command("flask_app"), path="/"),
-    ]
-    if with_kserve:
-        found.append(Server(
-            "kserve",
-            [str(ensure_kserve_venv()), str(HERE / "kserve_server.py"),
-             "--lr_dir", str(models / "lr" / "1"), "--xgb_dir", str(models / "xgb" / "1"),
-             "--http_port", "{port}", "--workers", "2"],
-            path="/v1/models/{model}:predict", ready_path="/v1/models/lr",
-            check=check_predictions))
+def scenarios(bodies: dict[tuple[str, int], Path], sizes: Sequence[str]) -> list[Scenario]:
+    found = []
+    for model in ("lr", "xgb"):
+        for size in sizes:
+            count, connections = SIZES[size]
+            formats = {name: bodies[name, count] for name in models.BODIES}
+            found.append(Scenario(f"{model} {size}", model, formats["instances"],
+                                  connections=connections, rows=count, bodies=formats))
     return found
 
+
+def answer_rows(answer: bytes) -> int:
+    """How many rows a V1, V2 or grps answer holds."""
+    body = json.loads(answer)
+    if "predictions" in body:
+        return len(body["predictions"])
+    if "gtensors" in body:
+        return int(body["gtensors"]["tensors"][0]["shape"][0])
+    return int(body["outputs"][0]["shape"][0])
+
+
+def check_rows(scenario: Scenario, answer: bytes) -> None:
+    if answer_rows(answer) != scenario.rows:
+        raise AssertionError(f"{scenario.name}: not {scenario.rows} rows: {answer[:200]!r}")
+
+
+def servers(models_dir: Path, with_peers: bool) -> list[Server]:
+    config = {name: {"base_path": str(models_dir / name)} for name in ("lr", "xgb")}
+    command = [sys.executable, "-m", "gunicorn", "-c", "gunicorn.conf.py", "wsgi:app"]
+    env = {"PORT": "{port}", "HOST": "127.0.0.1", "WEB_CONCURRENCY": "2",
+           "FLASK_PREDICT_MODELS": json.dumps(config)}
+    found = [Server(route, command, path=path, cwd=ROOT, env=env, ready_path="/v2/health/ready",
+                    ready_status=200, body_format=body, process="flask-predict",
+                    check=check_rows)
+             for route, (path, body) in ROUTES.items()]
+    if with_peers:
+        found += [dataclasses.replace(server, check=check_rows)
+                  for server in [*peers.kserve(models_dir), peers.mlserver(models_dir)]]
+    found += [Server(name, floors.gunicorn_command(app), path="/")
+              for name, app in zip(FLOORS, ("bare", "flask_app"))]
+    return found
+
+
+def fastest_peer(medians: dict[tuple[str, str], float], scenario: str) -> str | None:
+    measured = [(medians[peer, scenario], peer) for peer in PEERS if (peer, scenario) in medians]
+    return max(measured)[1] if measured else None
+
+
+def route_table(results: Sequence[Result], sizes: Sequence[str], against: str,
+                metric: str = "requests_per_s") -> str:
+    """Rows: route x model; columns: sizes; cells: the route's median as a ratio of
+    *against*'s (``"peer"``: the fastest peer in that column, named in the cell)."""
+    med = harness.medians(results, metric)
+    lines = ["| route (ours) | model | " + " | ".join(sizes) + " |",
+             "|---|---|" + "---|" * len(sizes)]
+    for route in ROUTES:
+        for model in ("lr", "xgb"):
+            cells = []
+            for size in sizes:
+                scenario = f"{model} {size}"
+                base = fastest_peer(med, scenario) if against == "peer" else against
+                ours, theirs = med.get((route, scenario)), med.get((base or "", scenario))
+                label = f" ({base})" if against == "peer" else ""
+                cells.append(f"{ours / theirs:.2f}x{label}" if ours and theirs else "n/a")
+            lines.append(f"| {route} | {model} | " + " | ".join(cells) + " |")
+    return "\n".join(lines)
+
+
+def peers_and_floors_table(results: Sequence[Result], sizes: Sequence[str]) -> str:
+    """Each peer and the bare floor against the Flask floor: what bounds each column."""
+    med = harness.medians(results)
+    names = [n for n in (*PEERS, "bare-wsgi") if any(r.server == n for r in results)]
+    lines = ["| server | model | " + " | ".join(sizes) + " |",
+             "|---|---|" + "---|" * len(sizes)]
+    for name in names:
+        for model in ("lr", "xgb"):
+            cells = []
+            for size in sizes:
+                value = med.get((name, f"{model} {size}"))
+                floor = med.get(("flask-floor", f"{model} {size}"))
+                cells.append(f"{value / floor:.2f}x" if value and floor else "n/a")
+            lines.append(f"| {name} | {model} | " + " | ".join(cells) + " |")
+    return "\n".join(lines)
+
+
+def load_average() -> str:
+    one, five, fifteen = os.getloadavg()
+    return f"{one:.1f} / {five:.1f} / {fifteen:.1f}"
+
+
+def report(results: Sequence[Result], sizes: Sequence[str], rounds: int, seconds: float,
+           load_before: str) -> str:
+    sections = [
+        f"Measured {time.strftime('%Y-%m-%d %H:%M')} on {os.cpu_count()} cores, {rounds} "
+        f"round(s) of {seconds:g} s per scenario, medians; 2 workers per server. Load average "
+        f"(1/5/15 min) before: {load_before}; after: {load_average()}.",
+        "Requests/s against the fastest peer in the same column (named):\n\n"
+        + route_table(results, sizes, "peer"),
+        "Requests/s against the Flask floor (the cheapest Flask view, same gunicorn):\n\n"
+        + route_table(results, sizes, "flask-floor"),
+        "Requests per CPU second of the server's processes against the Flask floor (what "
+        "other load on the machine hardly moves):\n\n"
+        + route_table(results, sizes, "flask-floor", "requests_per_cpu_s"),
+        "Peers and the bare floor against the Flask floor (requests/s):\n\n"
+        + peers_and_floors_table(results, sizes),
+        "Per server and scenario:\n\n" + harness.raw_table(results)]
+    return "\n\n".join(sections)
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--rounds", type=int, default=3)
     parser.add_argument("--seconds", type=float, default=5.0)
-    parser.add_argument("--no-kserve", action="store_true", help="skip KServe")
-    parser.add_argument("--only", nargs="*", help="run only these servers")
-    parser.add_argument("--rows", nargs="*", type=int, default=list(ROW_COUNTS),
-                        help="request sizes (default: 1 100 10000)")
+    parser.add_argument("--quick", action="store_true",
+                        help="1 round of 1 s, README untouched: to try the command out")
+    parser.add_argument("--no-peers", action="store_true", help="skip KServe and MLServer")
+    parser.add_argument("--sizes", nargs="*", choices=list(SIZES), default=list(SIZES),
+                        metavar="SIZE", help=f"columns to measure (default: all of {list(SIZES)})")
     parser.add_argument("--no-readme", action="store_true", help="don't rewrite README.md")
     args = parser.parse_args()
+    if args.quick:
+        args.rounds, args.seconds, args.no_readme = 1, 1.0, True
 
     harness.require_wrk()
     for name in THREAD_VARIABLES:
         os.environ.pop(name, None)
+    load_before = load_average()
     with tempfile.TemporaryDirectory(prefix="flask-predict-bench-") as tmp:
         work = Path(tmp)
-        train_models(work / "models")
-        chosen = [s for s in servers(work / "models", not args.no_kserve)
-                  if not args.only or s.name in args.only]
-        results = harness.run_rounds(chosen, scenarios(work, args.rows), args.rounds,
-                                     args.seconds, log_dir=work)
-    names = [s.name for s in chosen]
-    sections = [f"Measured {time.strftime('%Y-%m-%d')} on {os.cpu_count()} cores, "
-                f"{args.rounds} rounds of {args.seconds:g} s per scenario, medians; "
-                "16 connections, 2 workers per server."]
-    for baseline in ("kserve", "flask-floor", "bare-wsgi"):
-        if baseline in names:
-            sections.append(f"Requests/s against {baseline}:\n\n"
-                            + harness.ratio_table(results, baseline, names))
-    for baseline in ("kserve", "flask-floor"):
-        if baseline in names:
-            sections.append(f"Requests per CPU second of the server's processes against "
-                            f"{baseline} (what other load on the machine hardly moves):\n\n"
-                            + harness.ratio_table(results, baseline, names,
-                                                  "requests_per_cpu_s"))
-    sections.append("Requests/s per round:\n\n" + harness.raw_table(results))
-    report = "\n\n".join(sections)
-    print("\n" + report)
+        models_dir = models.train(work / "models")
+        counts = tuple(sorted({SIZES[size][0] for size in args.sizes}))
+        bodies = models.write_bodies(work, counts)
+        results = harness.run_rounds(servers(models_dir, not args.no_peers),
+                                     scenarios(bodies, args.sizes), args.rounds, args.seconds,
+                                     log_dir=work)
+    text = report(results, args.sizes, args.rounds, args.seconds, load_before)
+    print("\n" + text)
     results_dir = HERE / "results"
     results_dir.mkdir(exist_ok=True)
-    (results_dir / time.strftime("%Y%m%d-%H%M%S.md")).write_text(report + "\n")
+    (results_dir / time.strftime("%Y%m%d-%H%M%S.md")).write_text(text + "\n")
     if not args.no_readme:
-        harness.update_readme("results", report)
+        harness.update_readme("results", text)
 
 
 if __name__ == "__main__":
