@@ -1,11 +1,11 @@
 """KServe's Python model server with the benchmark's two models, as a KServe user runs them.
 
-Runs in its own virtual environment (``benchmarks/.venv-kserve``, requirements in
+Runs in its own virtual environment (``benchmarks/.peers-venv/kserve``, requirements in
 ``requirements-kserve.txt``), never in the project's. The two models repeat KServe's own
 ``sklearnserver`` and ``xgbserver`` predict paths (``np.array(instances)`` then
 ``model.predict``; a ``DMatrix`` with ``nthread=1``, xgbserver's default)::
 
-    .venv-kserve/bin/python kserve_server.py --lr_dir LR --xgb_dir XGB --http_port 8080 --workers 2
+    .peers-venv/kserve/bin/python kserve_server.py --lr_dir LR --xgb_dir XGB --http_port 8080 --workers 2
 
 ``LR`` holds ``model.joblib`` (model ``lr``), ``XGB`` holds ``model.json`` (model ``xgb``).
 gRPC is off, and request logging too: the uvicorn access log and KServe's per-request

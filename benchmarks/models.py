@@ -59,12 +59,13 @@ def instances(values: np.ndarray) -> bytes:
     return b'{"instances":' + _matrix(values).encode() + b"}"
 
 
-def v2_json(values: np.ndarray) -> bytes:
-    """Open Inference Protocol V2, flat ``data``, asking for the ``predict`` output."""
+def v2_json(values: np.ndarray, output: str | None = "predict") -> bytes:
+    """Open Inference Protocol V2, flat ``data``, asking for the *output* (``None``: the
+    server's default outputs)."""
     flat = ",".join(f"{v:.6f}" for v in values.ravel())
     head = json.dumps({"name": "input-0", "datatype": "FP64", "shape": list(values.shape)})
-    return ('{"inputs":[%s,"data":[%s]}],"outputs":[{"name":"predict"}]}'
-            % (head[:-1], flat)).encode()
+    outputs = ',"outputs":[{"name":"%s"}]' % output if output else ""
+    return ('{"inputs":[%s,"data":[%s]}]%s}' % (head[:-1], flat, outputs)).encode()
 
 
 def grps_ndarray(values: np.ndarray) -> bytes:
@@ -73,7 +74,10 @@ def grps_ndarray(values: np.ndarray) -> bytes:
 
 
 BODIES: dict[str, Callable[[np.ndarray], bytes]] = {
-    "instances": instances, "v2": v2_json, "grps": grps_ndarray}
+    "instances": instances, "v2": v2_json, "grps": grps_ndarray,
+    # KServe refuses to be asked for "predict": its one output (the model's predict) is
+    # "output-0"
+    "v2 default outputs": lambda values: v2_json(values, None)}
 """Body format name -> writer."""
 
 
@@ -83,7 +87,7 @@ def write_bodies(folder: Path, counts: tuple[int, ...]) -> dict[tuple[str, int],
     for count in counts:
         values = rows(count)
         for name, writer in BODIES.items():
-            path = folder / f"{name}-{count}.json"
+            path = folder / f"{name.replace(' ', '-')}-{count}.json"
             path.write_bytes(writer(values))
             found[name, count] = path
     return found

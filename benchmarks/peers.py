@@ -47,8 +47,8 @@ def kserve(models: Path, workers: int = 2) -> list[Server]:
     return [Server("kserve V1", command, path="/v1/models/{model}:predict",
                    ready_path="/v1/models/xgb", ready_status=200, body_format="instances",
                    process="kserve"),
-            Server("kserve V2", command, path="/v2/models/{model}/infer", body_format="v2",
-                   process="kserve")]
+            Server("kserve V2", command, path="/v2/models/{model}/infer",
+                   body_format="v2 default outputs", process="kserve")]
 
 
 def mlserver(models: Path, workers: int = 2) -> Server:

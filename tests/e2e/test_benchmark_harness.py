@@ -53,3 +53,46 @@ def test_a_server_that_does_not_start_is_reported(tmp_path: Path) -> None:
     with pytest.raises(RuntimeError, match="exited with 3"):
         with harness.started(server, timeout=10, log_dir=tmp_path):
             pass
+
+
+@pytest.mark.skipif(shutil.which("wrk") is None, reason="needs wrk (apt-get install wrk)")
+def test_routes_of_one_server_share_its_process(tmp_path: Path) -> None:
+    """Two routes of one started server, each sent its own body format."""
+    small, large = tmp_path / "small.json", tmp_path / "large.json"
+    small.write_text('{"instances": [[1.0]]}')
+    large.write_text('{"instances": [' + ",".join(["[1.0]"] * 500) + "]}")
+    command = floors.gunicorn_command("flask_app")
+    servers = [harness.Server("route a", command, path="/a/{model}", process="floor"),
+               harness.Server("route b", command, path="/b/{model}", process="floor",
+                              body_format="large")]
+    scenario = harness.Scenario("s", "m", small, connections=2, bodies={"large": large})
+    assert servers[1].body(scenario) == large and servers[0].body(scenario) == small
+    results = harness.run_rounds(servers, [scenario], rounds=1, seconds=1, log_dir=tmp_path)
+    assert sorted(r.server for r in results) == ["route a", "route b"]
+    assert (tmp_path / "route a.log").exists() and not (tmp_path / "route b.log").exists()
+
+
+run = load("run")
+
+
+def test_route_table_is_against_the_fastest_peer() -> None:
+    Result = harness.Result
+    scenario = "lr 1 row, 1 conn"
+    results = [Result(name, scenario, 1, rps, 1.0, 2.0, 0, 1.0) for name, rps in (
+        ("AI Platform", 300.0), ("TF Serving", 150.0), ("kserve V1", 200.0),
+        ("kserve V2", 100.0), ("mlserver V2", 50.0), ("flask-floor", 600.0))]
+    table = run.route_table(results, ["1 row, 1 conn"], "peer")
+    assert "| AI Platform | lr | 1.50x (kserve V1) |" in table
+    assert "| TF Serving | lr | 0.75x (kserve V1) |" in table
+    assert "| V2 JSON | lr | n/a |" in table  # not measured
+    assert "| AI Platform | lr | 0.50x |" in run.route_table(results, ["1 row, 1 conn"],
+                                                             "flask-floor")
+    assert "| kserve V1 | lr | 0.33x |" in run.peers_and_floors_table(results,
+                                                                      ["1 row, 1 conn"])
+
+
+def test_answer_rows_reads_every_protocol() -> None:
+    assert run.answer_rows(b'{"predictions": [1, 0]}') == 2
+    assert run.answer_rows(b'{"outputs": [{"name": "predict", "shape": [3]}]}') == 3
+    assert run.answer_rows(
+        b'{"status": {}, "gtensors": {"tensors": [{"name": "p", "shape": [4, 2]}]}}') == 4

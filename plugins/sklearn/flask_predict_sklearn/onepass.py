@@ -77,9 +77,11 @@ def _logistic(model: Any, rows: Tensor) -> tuple[Tensor, Tensor]:
         return np.asarray(model.predict(rows)), np.asarray(model.predict_proba(rows))
     decision = scores(model, rows)
     predicted = labels(model, decision)
-    if decision.shape[1] == 1:
-        positive = expit(decision[:, 0])
-        return predicted, np.stack([1 - positive, positive], axis=1)
+    if decision.shape[1] == 1:  # [1 - p, p], as np.stack writes it (without its overhead)
+        both = np.empty((len(decision), 2), dtype=decision.dtype)
+        positive = expit(decision[:, 0], out=both[:, 1])
+        np.subtract(1, positive, out=both[:, 0])
+        return predicted, both
     probabilities: Tensor = softmax(decision, copy=False)
     return predicted, probabilities
 
