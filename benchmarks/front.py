@@ -79,7 +79,8 @@ def _user() -> str:
 
 
 def main(argv: Sequence[str] | None = None) -> None:
-    import run  # issue 2's models, bodies and answer check
+    import models as bench_models  # the benchmark's models and bodies
+    import run  # the answer check and scenarios
 
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--rounds", type=int, default=3)
@@ -92,14 +93,16 @@ def main(argv: Sequence[str] | None = None) -> None:
         os.environ.pop(name, None)
     with tempfile.TemporaryDirectory(prefix="flask-predict-front-") as tmp:
         work = Path(tmp)
-        run.train_models(work / "models")
+        bench_models.train(work / "models")
+        bodies = bench_models.write_bodies(work, (1, 100))
         models = {name: {"base_path": str(work / "models" / name)} for name in ("lr", "xgb")}
         path = "/v1/projects/bench/models/{model}:predict"
         ready = {"ready_path": "/v2/health/ready", "ready_status": 200,
-                 "check": run.check_predictions}
+                 "check": run.check_rows}
         servers = [direct(models, path, **ready), front(models, path, work / "front", **ready)]
-        results = harness.run_rounds(servers, run.scenarios(work, (1, 100)), args.rounds,
-                                     args.seconds, log_dir=work)
+        scenarios = run.scenarios(bodies, ["1 row, 16 conns", "100 rows, 16 conns"])
+        results = harness.run_rounds(servers, scenarios, args.rounds, args.seconds,
+                                     log_dir=work)
     report = "\n\n".join([
         f"Measured {time.strftime('%Y-%m-%d')} on {os.cpu_count()} cores shared with other "
         f"work (noisy: compare the ratios, not the req/s), {args.rounds} rounds of "

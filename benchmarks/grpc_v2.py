@@ -1,7 +1,7 @@
 """Issue 13's speed benchmark: V2 ``ModelInfer`` over gRPC against our own REST V2.
 
 One flask-predict server (``gunicorn -c gunicorn.conf.py wsgi:app``, 2 sync workers, gRPC
-on ``FLASK_PREDICT_GRPC_PORT``) serves ``run.py``'s 20-feature LogisticRegression ``lr``.
+on ``FLASK_PREDICT_GRPC_PORT``) serves ``models.py``'s 20-feature LogisticRegression ``lr``.
 The same requests of 1, 100 and 10,000 rows, asking for the ``predict`` output, go three
 ways at 16 concurrent streams (16 connections for REST, 16 channels for gRPC):
 
@@ -38,7 +38,7 @@ HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
 
 import harness  # noqa: E402
-import run  # noqa: E402
+import models  # noqa: E402
 from harness import Result, Server  # noqa: E402
 
 ROOT = HERE.parent
@@ -50,7 +50,7 @@ MODEL = "lr"
 
 
 def rows_of(count: int) -> np.ndarray:
-    return np.random.default_rng(count).normal(size=(count, run.FEATURES))
+    return np.random.default_rng(count).normal(size=(count, models.FEATURES))
 
 
 def requests_for(count: int) -> dict[str, tuple[bytes, dict[str, str]]]:
@@ -61,14 +61,14 @@ def requests_for(count: int) -> dict[str, tuple[bytes, dict[str, str]]]:
     values = ",".join(f"{v:.6f}" for v in rows.ravel())
     json_body = ('{"inputs":[{"name":"input-0","datatype":"FP64","shape":[%d,%d],'
                  '"data":[%s]}],"outputs":[{"name":"predict"}]}'
-                 % (count, run.FEATURES, values)).encode()
+                 % (count, models.FEATURES, values)).encode()
     raw = rows.astype("<f8").tobytes()
     head = json.dumps({
-        "inputs": [{"name": "input-0", "datatype": "FP64", "shape": [count, run.FEATURES],
+        "inputs": [{"name": "input-0", "datatype": "FP64", "shape": [count, models.FEATURES],
                     "parameters": {"binary_data_size": len(raw)}}],
         "outputs": [{"name": "predict", "parameters": {"binary_data": True}}]}).encode()
     message = v2.ModelInferRequest(model_name=MODEL, raw_input_contents=[raw])
-    message.inputs.add(name="input-0", datatype="FP64", shape=[count, run.FEATURES])
+    message.inputs.add(name="input-0", datatype="FP64", shape=[count, models.FEATURES])
     message.outputs.add(name="predict")
     return {"rest-json": (json_body, {}),
             "rest-binary": (head + raw, {HEADER: str(len(head)),
@@ -185,7 +185,7 @@ def main() -> None:
     parser.add_argument("--no-readme", action="store_true", help="print only")
     args = parser.parse_args()
     work = Path(tempfile.mkdtemp(prefix="bench-grpc-"))
-    run.train_models(work / "models")
+    models.train(work / "models")
     grpc_port = harness.free_port()
     server = Server(
         "flask-predict", [sys.executable, "-m", "gunicorn", "-c", "gunicorn.conf.py", "wsgi:app"],

@@ -155,6 +155,9 @@ def report(results: Sequence[Result], sizes: Sequence[str], rounds: int, seconds
         f"(1/5/15 min) before: {load_before}; after: {load_average()}.",
         "Requests/s against the fastest peer in the same column (named):\n\n"
         + route_table(results, sizes, "peer"),
+        "Requests per CPU second of the server's processes against the peer that spends the "
+        "least CPU per request in the same column (what other load on the machine hardly "
+        "moves):\n\n" + route_table(results, sizes, "peer", "requests_per_cpu_s"),
         "Requests/s against the Flask floor (the cheapest Flask view, same gunicorn):\n\n"
         + route_table(results, sizes, "flask-floor"),
         "Requests per CPU second of the server's processes against the Flask floor (what "

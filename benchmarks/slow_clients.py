@@ -108,7 +108,7 @@ def normal_requests(port: int, path: str, body: bytes, seconds: float,
 
 
 def main(argv: Sequence[str] | None = None) -> None:
-    import run  # issue 2's models and bodies
+    import models as bench_models  # the benchmark's models and bodies
 
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--seconds", type=float, default=30.0)
@@ -118,10 +118,10 @@ def main(argv: Sequence[str] | None = None) -> None:
     rows = []
     with tempfile.TemporaryDirectory(prefix="flask-predict-slow-") as tmp:
         work = Path(tmp)
-        run.train_models(work / "models")
+        bench_models.train(work / "models")
         models = {"lr": {"base_path": str(work / "models" / "lr")}}
         path = "/v1/projects/bench/models/lr:predict"
-        body = run.write_body(work / "body.json", 1).read_bytes()
+        body = bench_models.instances(bench_models.rows(1))
         ready = {"ready_path": "/v2/health/ready", "ready_status": 200}
         for server in (front.direct(models, path, **ready),
                        front.front(models, path, work / "front", **ready)):
