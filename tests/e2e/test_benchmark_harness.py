@@ -72,7 +72,9 @@ def test_routes_of_one_server_share_its_process(tmp_path: Path) -> None:
     assert (tmp_path / "route a.log").exists() and not (tmp_path / "route b.log").exists()
 
 
-run = load("run")
+models = load_benchmark("models")
+peers = load_benchmark("peers")
+run = load_benchmark("run")
 
 
 def test_route_table_is_against_the_fastest_peer() -> None:
