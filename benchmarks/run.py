@@ -24,8 +24,9 @@ import subprocess
 import sys
 import tempfile
 import time
+from contextlib import contextmanager
 from pathlib import Path
-from typing import Sequence
+from typing import Iterator, Sequence
 
 import numpy as np
 
@@ -60,6 +61,19 @@ def train_models(root: Path) -> None:
                         xgb.DMatrix(x, label=y), num_boost_round=100)
     (root / "xgb" / "1").mkdir(parents=True)
     booster.save_model(root / "xgb" / "1" / "model.json")
+
+
+@contextmanager
+def trained_models() -> Iterator[Path]:
+    """A temporary work folder holding the trained models in ``models/``, with wrk checked
+    and no thread variable left for the servers to inherit."""
+    harness.require_wrk()
+    for name in THREAD_VARIABLES:
+        os.environ.pop(name, None)
+    with tempfile.TemporaryDirectory(prefix="flask-predict-bench-") as tmp:
+        work = Path(tmp)
+        train_models(work / "models")
+        yield work
 
 
 def write_body(path: Path, rows: int) -> Path:
@@ -130,12 +144,7 @@ def main() -> None:
     parser.add_argument("--no-readme", action="store_true", help="don't rewrite README.md")
     args = parser.parse_args()
 
-    harness.require_wrk()
-    for name in THREAD_VARIABLES:
-        os.environ.pop(name, None)
-    with tempfile.TemporaryDirectory(prefix="flask-predict-bench-") as tmp:
-        work = Path(tmp)
-        train_models(work / "models")
+    with trained_models() as work:
         chosen = [s for s in servers(work / "models", not args.no_kserve)
                   if not args.only or s.name in args.only]
         results = harness.run_rounds(chosen, scenarios(work, args.rows), args.rounds,
