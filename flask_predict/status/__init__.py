@@ -17,10 +17,10 @@ from flask import Blueprint, render_template
 from flask.typing import ResponseReturnValue
 
 from .. import auth
-from ..state import PredictState, get_state
-from ..metrics import Snapshot, Totals
 from ..protocols._http import json_response, plain_error
 from ..served import ServedModel
+from ..state import PredictState, get_state
+from ..traffic import Snapshot, Totals
 
 bp = Blueprint("predict_status", __name__, template_folder="templates",
                static_folder="static", static_url_path="/_static")

@@ -13,7 +13,7 @@ from ... import limits
 from ...errors import InvalidInput, ModelNotFound
 from ...served import LoadedVersion, ServedModel
 from ...shared_state import SharedFlag, StateDir
-from ...metrics import Samples
+from ...traffic import Samples
 from ...types import InferenceRequest, Tensor
 from . import wire, yaml_text
 

@@ -19,10 +19,11 @@ from ... import codecs
 from ...auth import admin_only
 from ...errors import (ConfigError, InvalidInput, MethodNotAllowedError, ModelNotFound,
                        PredictError, PredictorFailed, Unimplemented)
-from ...metrics import INF, LATENCY_BUCKETS, Samples, Snapshot, Totals
+from ...metrics import INF, LATENCY_BUCKETS
 from ...served import LoadedVersion
 from ...shared_state import StateDir
 from ...state import EXTENSION_KEY, PredictState, get_state
+from ...traffic import Samples, Snapshot, Totals
 from .._http import (as_predict_error, error_handler, json_response, parse_json, read_body,
                      read_json)
 from . import dispatch, wire
