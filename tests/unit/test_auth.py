@@ -152,3 +152,25 @@ def test_loopback_can_be_refused_and_client_tokens_are_not_admin_tokens(
     assert got.status_code == 200  # an admin token also passes the client check
     no_admin = admin_client(make_app, model_config, admin_loopback="false")
     assert no_admin.get("/grps/v1/health/offline").status_code == 403
+
+
+def test_an_embedding_apps_own_check_on_the_blueprints(make_app: AppFactory,
+                                                       model_config: dict[str, Any]) -> None:
+    """What docs/security.md shows: the host's hook refuses, its own error answer goes out."""
+    from flask import abort, request
+
+    app = make_app({"iris": model_config["iris"]})
+
+    def require_login() -> None:
+        if request.headers.get("Authorization") != "Session ok":
+            abort(401)
+
+    for name in ("predict_aiplatform", "predict_tfserving", "predict_kserve_v2",
+                 "predict_grps"):
+        app.before_request_funcs.setdefault(name, []).append(require_login)
+    client = app.test_client()
+    for path, body in PREDICTS.values():
+        refused = client.post(path, json=body)
+        assert refused.status_code == 401 and refused.headers["X-Request-ID"]
+        assert client.post(path, json=body, headers={"Authorization": "Session ok"}
+                           ).status_code == 200
