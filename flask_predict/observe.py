@@ -34,6 +34,7 @@ if TYPE_CHECKING:
 REQUEST_ID_HEADER = "X-Request-ID"
 
 VERBS = {"predict": "predict", "infer": "predict", "vertex_predict": "predict",
+         "endpoint_predict": "predict", "endpoint_raw_predict": "predict",
          "classify": "classify", "regress": "regress",
          "live": "health", "ready": "health", "model_ready": "health", "vertex_health": "health",
          "server_metadata": "metadata", "model_metadata": "metadata", "describe": "metadata",

@@ -184,3 +184,14 @@ def test_embedded_apps_serve_no_metrics_route_or_status_page(
     assert script.status_code == 200 and b"function" in script.data
     script.close()
     assert mounted.get("/ops/metrics").status_code == 200
+
+
+def test_every_protocol_view_has_a_verb(make_app: AppFactory,
+                                        model_config: dict[str, Any]) -> None:
+    from flask_predict.observe import VERBS
+
+    app = make_app({"iris": model_config["iris"]}, vertex_predict_route="/predict",
+                   vertex_health_route="/health")
+    names = {view.__name__ for endpoint, view in app.view_functions.items()
+             if endpoint.startswith("predict_")}
+    assert names - set(VERBS) == set()
