@@ -40,11 +40,11 @@ def servers(models: Path, route: str) -> list[Server]:
     command = [sys.executable, "-m", "gunicorn", "-c", "gunicorn.conf.py", "wsgi:app"]
     return [
         Server("observed", command, path=route, cwd=run.ROOT, env=common,
-               check=run.check_predictions),
+               ready_path="/v2/health/ready", ready_status=200, check=run.check_predictions),
         Server("unobserved", command, path=route, cwd=run.ROOT,
                env={**common, "FLASK_PREDICT_METRICS": "false",
                     "FLASK_PREDICT_ACCESS_LOG": "false"},
-               check=run.check_predictions),
+               ready_path="/v2/health/ready", ready_status=200, check=run.check_predictions),
     ]
 
 
