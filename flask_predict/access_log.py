@@ -13,13 +13,25 @@ import logging
 import os
 import threading
 import time
-from typing import TextIO
+from typing import Any, TextIO
 
 import orjson
 
+from .errors import ConfigError
 from .record import RequestRecord
 
 LOGGER = "flask_predict.access"
+
+
+def access_log_format(value: Any) -> str | None:
+    """The ``PREDICT_ACCESS_LOG`` setting as ``"text"``, ``"json"`` or ``None`` (off)."""
+    if value in (None, False, "", "off", "false", "none"):
+        return None
+    if value is True or value == "text":
+        return "text"
+    if value == "json":
+        return "json"
+    raise ConfigError(f"PREDICT_ACCESS_LOG must be 'text', 'json' or false, got {value!r}")
 
 
 class _Stream:

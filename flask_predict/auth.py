@@ -2,16 +2,13 @@
 
 A client presents a token as ``Authorization: Bearer <token>``, as ``X-API-Key: <token>``,
 or as the password of HTTP Basic authentication (what a browser sends after the status
-page asks for it). Tokens are compared in constant time (:func:`hmac.compare_digest`), each
-against every configured token. Failures raise the errors the protocol's own handler turns
-into its 401 or 403 body; the front end adds the ``WWW-Authenticate`` header.
+page asks for it); :mod:`flask_predict.tokens` finds and compares it in constant time.
+Failures raise the errors the protocol's own handler turns into its 401 or 403 body; the
+front end adds the ``WWW-Authenticate`` header.
 """
 
 from __future__ import annotations
 
-import binascii
-import hmac
-from base64 import b64decode
 from functools import wraps
 from ipaddress import ip_address
 from typing import Callable, Mapping, TypeVar, cast
@@ -20,45 +17,13 @@ from flask import request
 
 from .errors import PermissionDenied, Unauthenticated
 from .state import get_state
+from .tokens import presented_token, token_matches
 
 F = TypeVar("F", bound=Callable[..., object])
 
 REALM = "flask-predict"
 BEARER_CHALLENGE = f'Bearer realm="{REALM}"'
 BASIC_CHALLENGE = f'Basic realm="{REALM}", charset="UTF-8"'
-
-
-def presented_token(environ: Mapping[str, object]) -> str | None:
-    """The token the request carries, if any."""
-    key = environ.get("HTTP_X_API_KEY")
-    if isinstance(key, str) and key:
-        return key.strip()
-    header = environ.get("HTTP_AUTHORIZATION")
-    if not isinstance(header, str):
-        return None
-    scheme, _, value = header.strip().partition(" ")
-    scheme = scheme.lower()
-    if scheme == "bearer":
-        return value.strip() or None
-    if scheme == "basic":
-        try:
-            decoded = b64decode(value.strip(), validate=True).decode("utf-8")
-        except (binascii.Error, UnicodeDecodeError):
-            return None
-        return decoded.partition(":")[2] or None
-    return None
-
-
-def token_matches(token: str | None, tokens: tuple[str, ...]) -> bool:
-    """Whether *token* is one of *tokens*, in time that does not depend on which (or on how
-    much of one) matched."""
-    if token is None:
-        return False
-    given = token.encode("utf-8", "replace")
-    found = False
-    for candidate in tokens:
-        found |= hmac.compare_digest(given, candidate.encode("utf-8"))
-    return found
 
 
 def check_client(tokens: tuple[str, ...], admin_tokens: tuple[str, ...]) -> None:

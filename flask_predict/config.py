@@ -14,7 +14,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Mapping
 
+from .access_log import access_log_format
 from .errors import ConfigError
+from .tokens import read_tokens
 from .types import Limits, ModelSpec, VersionPolicy
 from .vertex_storage import VARIABLE as STORAGE_VARIABLE
 from .vertex_storage import storage_base_path
@@ -234,8 +236,8 @@ def read_settings(config: Mapping[str, Any]) -> Settings:
         metrics_path=_route(values, "PREDICT_METRICS_PATH"),
         access_log=access_log_format(values["PREDICT_ACCESS_LOG"]),
         status_path=_route(values, "PREDICT_STATUS_PATH"),
-        auth_tokens=_tokens(values, "PREDICT_AUTH_TOKENS"),
-        admin_tokens=_tokens(values, "PREDICT_ADMIN_TOKENS"),
+        auth_tokens=read_tokens(values, "PREDICT_AUTH_TOKENS"),
+        admin_tokens=read_tokens(values, "PREDICT_ADMIN_TOKENS"),
         admin_loopback=_bool(values, "PREDICT_ADMIN_LOOPBACK"),
     )
 
@@ -459,36 +461,6 @@ def _timeout(value: Any, what: str) -> float | None:
         return None
     limit = _number({what: value}, what, float, minimum=0)
     return float(limit) or None
-
-
-def access_log_format(value: Any) -> str | None:
-    """``PREDICT_ACCESS_LOG`` as ``"text"``, ``"json"`` or ``None`` (off)."""
-    if value in (None, False, "", "off", "false", "none"):
-        return None
-    if value is True or value == "text":
-        return "text"
-    if value == "json":
-        return "json"
-    raise ConfigError(f"PREDICT_ACCESS_LOG must be 'text', 'json' or false, got {value!r}")
-
-
-def _tokens(values: Mapping[str, Any], key: str) -> tuple[str, ...]:
-    """Tokens from *key* (a list or comma-separated string) and the file in ``<key>_FILE``
-    (one a line; blank lines and ``#`` comments skipped)."""
-    tokens = _str_list(values, key) if values[key] else []
-    path = values[f"{key}_FILE"]
-    if path:
-        try:
-            lines = Path(str(path)).read_text(encoding="utf-8").splitlines()
-        except OSError as exc:
-            raise ConfigError(f"{key}_FILE: cannot read {str(path)!r}: {exc.strerror}")
-        tokens.extend(line.strip() for line in lines
-                      if line.strip() and not line.lstrip().startswith("#"))
-    for token in tokens:
-        if len(token) < 16 or not token.isascii() or not token.isprintable() or " " in token:
-            raise ConfigError(f"{key}: each token must be at least 16 printable ASCII "
-                              "characters without spaces")
-    return tuple(tokens)
 
 
 def _str_list(values: Mapping[str, Any], key: str) -> list[str]:

@@ -17,8 +17,7 @@ from flask import Config, Flask
 
 from . import access_log, runtime
 from .artifacts import version_folders, version_path
-from .config import MODEL_KEYS, SERVER_DEFAULTS, Settings, access_log_format, \
-    config_from_environ, read_settings
+from .config import MODEL_KEYS, SERVER_DEFAULTS, Settings, config_from_environ, read_settings
 from .errors import ConfigError
 from .extension import close_app
 from .memory import release
@@ -215,7 +214,7 @@ def route_logs(target: logging.Logger, level: str) -> None:
     source.setLevel(level.upper())
     source.propagate = False
     try:
-        log_format = access_log_format(environ_config().get("PREDICT_ACCESS_LOG", "text"))
+        log_format = access_log.access_log_format(environ_config().get("PREDICT_ACCESS_LOG", "text"))
     except ConfigError:
         log_format = None  # the worker's own settings check reports it
     stream = next((h.stream for h in target.handlers if isinstance(h, logging.StreamHandler)),

@@ -9,7 +9,7 @@ from typing import Any
 import pytest
 from flask.testing import FlaskClient
 
-from flask_predict import auth
+from flask_predict import tokens
 from flask_predict.errors import ConfigError
 from tests.conftest import AppFactory
 
@@ -97,11 +97,11 @@ def test_tokens_must_be_long_enough(make_app: AppFactory, model_config: dict[str
 
 
 def test_token_matching() -> None:
-    assert auth.token_matches(TOKEN, (OTHER, TOKEN))
-    assert not auth.token_matches(TOKEN[:-1], (TOKEN,))
-    assert not auth.token_matches(None, (TOKEN,))
-    assert not auth.token_matches("", ())
-    assert auth.presented_token({"HTTP_AUTHORIZATION": "Basic !!notbase64"}) is None
+    assert tokens.token_matches(TOKEN, (OTHER, TOKEN))
+    assert not tokens.token_matches(TOKEN[:-1], (TOKEN,))
+    assert not tokens.token_matches(None, (TOKEN,))
+    assert not tokens.token_matches("", ())
+    assert tokens.presented_token({"HTTP_AUTHORIZATION": "Basic !!notbase64"}) is None
 
 
 # --- routes that change state -----------------------------------------------------------------
