@@ -40,8 +40,9 @@ VERBS = {"predict": "predict", "infer": "predict", "vertex_predict": "predict",
          "server_metadata": "metadata", "model_metadata": "metadata", "describe": "metadata",
          "model_status": "status", "online": "admin", "offline": "admin",
          "monitor_metrics": "monitor", "monitor_series": "monitor",
-         "unknown_path": "unknown", "missing_model": "unknown"}
-"""View function name -> the ``verb`` label. Health probes never need a token."""
+         "unknown_path": "unknown", "missing_model": "unknown", "dispatch": "other"}
+"""View function name -> the ``verb`` label. Health probes never need a token. ``other``:
+TF Serving paths its own matching routes (another letter case, a method it refuses)."""
 OPEN_VERBS = frozenset({"health"})
 
 
