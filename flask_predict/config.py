@@ -14,7 +14,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Mapping
 
+from .access_log import access_log_format
 from .errors import ConfigError
+from .tokens import read_tokens
 from .types import Limits, ModelSpec, VersionPolicy
 from .vertex_storage import VARIABLE as STORAGE_VARIABLE
 from .vertex_storage import storage_base_path
@@ -56,6 +58,15 @@ DEFAULTS: dict[str, Any] = {
     "PREDICT_GRPC_MAX_MESSAGE_BYTES": None,
     "PREDICT_GRPC_THREADS": 4,
     "PREDICT_GRPC_GRACE_SECONDS": 5.0,
+    "PREDICT_METRICS": True,
+    "PREDICT_METRICS_PATH": None,
+    "PREDICT_ACCESS_LOG": "text",
+    "PREDICT_STATUS_PATH": None,
+    "PREDICT_AUTH_TOKENS": None,
+    "PREDICT_AUTH_TOKENS_FILE": None,
+    "PREDICT_ADMIN_TOKENS": None,
+    "PREDICT_ADMIN_TOKENS_FILE": None,
+    "PREDICT_ADMIN_LOOPBACK": True,
 }
 """Every key with its default. ``docs/configuration.md`` has one entry per key."""
 
@@ -65,6 +76,13 @@ MODEL_KEYS = frozenset({"base_path", "predictor", "version_policy", "version_lab
 
 MAX_JSON_DEPTH_CEILING = 512
 """``PREDICT_MAX_JSON_DEPTH`` may not go past this: the parsers and numpy stop sooner."""
+
+SERVER_DEFAULTS: dict[str, Any] = {
+    "PREDICT_METRICS_PATH": "/metrics",
+    "PREDICT_STATUS_PATH": "/",
+}
+"""What the standalone server (``wsgi.py``) serves unless told otherwise; an embedding app
+gets neither unless it sets them."""
 
 
 @dataclass(frozen=True)
@@ -120,6 +138,20 @@ class Settings:
     """Largest gRPC request message; defaults to ``max_request_bytes``."""
     grpc_threads: int
     grpc_grace_seconds: float
+    metrics: bool
+    """Record request and model metrics (the grps monitor and the status page read them)."""
+    metrics_path: str | None
+    """Where Prometheus scrapes them; ``None``: not served (embedded default)."""
+    access_log: str | None
+    """``"text"`` or ``"json"`` access-log lines, or ``None`` for none."""
+    status_path: str | None
+    """Where the status page is served; ``None``: not served (embedded default)."""
+    auth_tokens: tuple[str, ...]
+    """Tokens that prediction routes accept; empty: no authentication."""
+    admin_tokens: tuple[str, ...]
+    """Tokens that state-changing routes accept."""
+    admin_loopback: bool
+    """Whether state-changing routes are served to loopback clients without a token."""
 
     def model(self, name: str) -> ModelSpec | None:
         return next((spec for spec in self.models if spec.name == name), None)
@@ -200,6 +232,13 @@ def read_settings(config: Mapping[str, Any]) -> Settings:
             _number(values, "PREDICT_GRPC_MAX_MESSAGE_BYTES", int, minimum=1)),
         grpc_threads=_number(values, "PREDICT_GRPC_THREADS", int, minimum=1),
         grpc_grace_seconds=_number(values, "PREDICT_GRPC_GRACE_SECONDS", float, minimum=0),
+        metrics=_bool(values, "PREDICT_METRICS"),
+        metrics_path=_route(values, "PREDICT_METRICS_PATH"),
+        access_log=access_log_format(values["PREDICT_ACCESS_LOG"]),
+        status_path=_route(values, "PREDICT_STATUS_PATH"),
+        auth_tokens=read_tokens(values, "PREDICT_AUTH_TOKENS"),
+        admin_tokens=read_tokens(values, "PREDICT_ADMIN_TOKENS"),
+        admin_loopback=_bool(values, "PREDICT_ADMIN_LOOPBACK"),
     )
 
 

@@ -22,6 +22,8 @@ class Code(enum.Enum):
     INTERNAL = "INTERNAL"
     PAYLOAD_TOO_LARGE = "PAYLOAD_TOO_LARGE"
     METHOD_NOT_ALLOWED = "METHOD_NOT_ALLOWED"
+    UNAUTHENTICATED = "UNAUTHENTICATED"
+    PERMISSION_DENIED = "PERMISSION_DENIED"
 
 
 HTTP_STATUS: dict[Code, int] = {
@@ -34,6 +36,8 @@ HTTP_STATUS: dict[Code, int] = {
     Code.INTERNAL: 500,
     Code.PAYLOAD_TOO_LARGE: 413,
     Code.METHOD_NOT_ALLOWED: 405,
+    Code.UNAUTHENTICATED: 401,
+    Code.PERMISSION_DENIED: 403,
 }
 """HTTP status for each code, as TF Serving's ``ToHTTPStatusCode`` maps them."""
 
@@ -74,6 +78,18 @@ class MethodNotAllowedError(PredictError):
     """A known route asked with a method it does not take (HTTP 405)."""
 
     code = Code.METHOD_NOT_ALLOWED
+
+
+class Unauthenticated(PredictError):
+    """No valid token came with a request that needs one (HTTP 401)."""
+
+    code = Code.UNAUTHENTICATED
+
+
+class PermissionDenied(PredictError):
+    """The caller may not change the server's state (HTTP 403)."""
+
+    code = Code.PERMISSION_DENIED
 
 
 class ModelNotFound(PredictError):

@@ -11,7 +11,7 @@ import logging
 
 from flask import Flask
 
-from . import runtime
+from . import observe, runtime
 from .config import read_settings
 from .plugins import check_predictor_class, load_predictor_class
 from .predictor import Predictor
@@ -56,14 +56,20 @@ class FlaskPredict:
         settings = read_settings(app.config)
         if settings.manage_process:
             runtime.prepare_process(settings.threads, settings.gpus, settings.worker_index)
+        metrics = None
+        if settings.metrics:
+            from .metrics import Metrics
+
+            metrics = Metrics()
+        listener = metrics.model_event if metrics else None
         background = settings.load_in_background
         if background:
-            repository = ModelRepository(self.predictor_class)
+            repository = ModelRepository(self.predictor_class, listener)
         else:
-            repository = ModelRepository.load(settings.models, self.predictor_class)
+            repository = ModelRepository.load(settings.models, self.predictor_class, listener)
         state = PredictState(settings, ModelService(
             repository, settings.load_wait_seconds if background else 0.0,
-            settings.timeout_seconds))
+            settings.timeout_seconds), metrics=metrics)
         if background or settings.poll_seconds > 0:
             state.watcher = Watcher(repository, app.config.get("PREDICT_MODELS"),
                                     settings.model_config_file, settings.poll_seconds,
@@ -71,6 +77,11 @@ class FlaskPredict:
         app.extensions[EXTENSION_KEY] = state
         for name in settings.protocols:
             app.register_blueprint(blueprint(name), url_prefix=settings.url_prefix or None)
+        observe.install(app, state)
+        if settings.status_path:
+            from .status import bp as status_page
+
+            app.register_blueprint(status_page, url_prefix=settings.status_path)
         logger.info("flask_predict: serving %s over %s%s", [s.name for s in settings.models],
                     list(settings.protocols), " (loading in the background)" if background
                     else "")
@@ -91,4 +102,6 @@ def close_app(app: Flask) -> None:
     if state is not None:
         if state.watcher is not None:
             state.watcher.stop()
+        if state.metrics is not None:
+            state.metrics.close()
         state.service.repository.close()

@@ -51,8 +51,9 @@ def on_starting(server_: Any) -> None:
     """In the master, before any worker: size each worker's thread pools to its share of
     the cores (from the worker count in force, ``--workers`` included), bound predictor calls
     below the worker timeout in force, give the workers one folder for server-wide state
-    (grps online/offline, request metrics), and check the configuration, so a mistake stops
-    the server at boot."""
+    (grps online/offline) and one for prometheus_client's multiprocess metrics
+    (``PROMETHEUS_MULTIPROC_DIR``, emptied now), and check the configuration, so a mistake
+    stops the server at boot."""
     server.share_cores(server_.cfg.workers)
     server.share_timeout(server_.cfg.timeout)
     server.share_state_dir()
@@ -82,7 +83,8 @@ def post_worker_init(worker: Any) -> None:
 
 
 def child_exit(server_: Any, worker: Any) -> None:
-    # in the master: a dead worker no longer counts as ready
+    # in the master, for every worker that exited or was killed: no longer ready; its
+    # metrics counters stay in the totals, its live gauges (in flight, loaded) are dropped
     server.worker_gone(worker)
 
 

@@ -26,6 +26,9 @@ from .warmup import warm_up
 logger = logging.getLogger(__name__)
 
 PredictorLookup = Callable[[str], "type[Predictor]"]
+LoadListener = Callable[[str, str, int, float], None]
+"""Told ``(event, model, version, seconds)`` when a version is ``"loaded"``, ``"failed"`` to
+load, or ``"unloaded"`` (retired; seconds 0): what the metrics count."""
 
 
 class ModelRepository:
@@ -38,8 +41,9 @@ class ModelRepository:
     once: closed when the last request holding it finishes (see :mod:`.loaded`).
     """
 
-    def __init__(self, lookup: PredictorLookup) -> None:
+    def __init__(self, lookup: PredictorLookup, listener: LoadListener | None = None) -> None:
         self._lookup = lookup
+        self._listener = listener
         self._models: Mapping[str, ServedModel] = {}
         self._lock = threading.Lock()
         self._synced = False
@@ -48,9 +52,10 @@ class ModelRepository:
         self._warned: set[str] = set()
 
     @classmethod
-    def load(cls, specs: Iterable[ModelSpec], lookup: PredictorLookup) -> ModelRepository:
+    def load(cls, specs: Iterable[ModelSpec], lookup: PredictorLookup,
+             listener: LoadListener | None = None) -> ModelRepository:
         """Load every model; any failure raises :class:`ConfigError` (the server halts)."""
-        repository = cls(lookup)
+        repository = cls(lookup, listener)
         repository.sync(specs, strict=True)
         return repository
 
@@ -111,13 +116,13 @@ class ModelRepository:
                 logger.info("model %r removed from the configuration", name)
                 removed = self._models[name]
                 self._models = {k: v for k, v in self._models.items() if k != name}
-                _retire(removed.versions.values())
+                self._retire(removed.versions.values())
             for spec in specs:
                 served = self._models.get(spec.name)
                 if served is not None and _artifact_key(served.spec) != _artifact_key(spec):
                     old = served.versions.values()
                     self._publish(ServedModel(spec))
-                    _retire(old)
+                    self._retire(old)
                     served = None
                 if served is None:
                     served = ServedModel(spec)
@@ -181,7 +186,7 @@ class ModelRepository:
                 statuses[loaded.version] = VersionStatus(loaded.version, "UNLOADING",
                                                          stamp=on_disk[loaded.version])
         self._publish(ServedModel(spec, versions, statuses))
-        _retire(dropped)
+        self._retire(dropped)
         for loaded in dropped:
             logger.info("model %r: version %d retired (closed once its last request ends)",
                         spec.name, loaded.version)
@@ -200,17 +205,31 @@ class ModelRepository:
             warmed = warm_up(predictor, path)
         except Exception as exc:
             message = f"model {spec.name!r} version {version} failed to load: {_reason(exc)}"
+            seconds = self._told("failed", spec.name, version, start)
             if predictor is not None:
                 close_predictor(predictor, spec.name, version)
             if strict:
                 raise ConfigError(message) from exc
-            logger.error("%s", message, exc_info=not isinstance(exc, ConfigError))
+            logger.error("%s (after %.2fs)", message, seconds,
+                         exc_info=not isinstance(exc, ConfigError))
             statuses[version] = VersionStatus(version, "END", error=message, stamp=stamp)
             return None
         logger.info("model %r: version %d loaded with %s in %.2fs%s", spec.name, version,
-                    type(predictor).__name__, time.perf_counter() - start,
+                    type(predictor).__name__, self._told("loaded", spec.name, version, start),
                     f" ({warmed} warm-up requests)" if warmed else "")
         return loaded
+
+    def _told(self, event: str, name: str, version: int, start: float | None = None) -> float:
+        """Tell the listener of *event*; the seconds since *start*."""
+        seconds = 0.0 if start is None else time.perf_counter() - start
+        if self._listener is not None:
+            self._listener(event, name, version, seconds)
+        return seconds
+
+    def _retire(self, versions: Iterable[LoadedVersion]) -> None:
+        for loaded in list(versions):
+            loaded.retire()
+            self._told("unloaded", loaded.name, loaded.version)
 
     def _warn_once(self, message: str) -> None:
         if message not in self._warned:
@@ -222,7 +241,7 @@ class ModelRepository:
         with self._lock:
             models, self._models = self._models, {}
         for served in models.values():
-            _retire(served.versions.values())
+            self._retire(served.versions.values())
 
 
 def _artifact_key(spec: ModelSpec) -> tuple[object, ...]:
@@ -233,8 +252,3 @@ def _reason(exc: BaseException) -> str:
     if isinstance(exc, ConfigError):
         return exc.message
     return f"{type(exc).__name__}: {exc}"
-
-
-def _retire(versions: Iterable[LoadedVersion]) -> None:
-    for loaded in list(versions):
-        loaded.retire()

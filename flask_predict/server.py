@@ -10,13 +10,14 @@ from __future__ import annotations
 
 import logging
 import os
+import sys
 from typing import Any, Iterable
 
 from flask import Config, Flask
 
-from . import runtime
+from . import access_log, runtime
 from .artifacts import version_folders, version_path
-from .config import MODEL_KEYS, Settings, config_from_environ, read_settings
+from .config import MODEL_KEYS, SERVER_DEFAULTS, Settings, config_from_environ, read_settings
 from .errors import ConfigError
 from .extension import close_app
 from .memory import release
@@ -35,6 +36,7 @@ INDEX_ATTRIBUTE = "flask_predict_index"
 """Where the master keeps each gunicorn worker object's index."""
 GRPC_SERVER_KEY = "grpc_server"
 GRPC_MODULES = ("grpc", "grpc_health", "grpc_reflection", "google.protobuf")
+METRICS_DIR_VARIABLE = "PROMETHEUS_MULTIPROC_DIR"
 
 
 def share_cores(workers: int) -> None:
@@ -52,17 +54,27 @@ def share_timeout(timeout: float) -> None:
 
 
 def share_state_dir() -> str:
-    """Give every worker of this server one folder for shared state (grps online/offline,
-    metrics; see :mod:`flask_predict.shared_state`), unless ``FLASK_PREDICT_STATE_DIR`` is
-    set already. Called in the master; the folder is removed when the master exits."""
+    """Give every worker of this server one folder for shared state (grps online/offline;
+    see :mod:`flask_predict.shared_state`), unless ``FLASK_PREDICT_STATE_DIR`` is set
+    already. Called in the master; the folder is removed when the master exits."""
     if not os.environ.get(STATE_DIR_VARIABLE):
         os.environ[STATE_DIR_VARIABLE] = create_server_dir()
     return os.environ[STATE_DIR_VARIABLE]
 
 
+def share_metrics_dir() -> str:
+    """Point prometheus_client's multiprocess mode at one folder for every worker:
+    ``PROMETHEUS_MULTIPROC_DIR`` when set, else ``prometheus`` in the state folder. Called
+    in the master before any worker starts."""
+    if not os.environ.get(METRICS_DIR_VARIABLE):
+        os.environ[METRICS_DIR_VARIABLE] = os.path.join(share_state_dir(), "prometheus")
+    return os.environ[METRICS_DIR_VARIABLE]
+
+
 def environ_config() -> Config:
     """The config a deployment's ``create_app`` builds from the environment."""
     config = Config(os.getcwd())
+    config.update(SERVER_DEFAULTS)
     config.update(config_from_environ(os.environ))
     config.from_prefixed_env()
     return config
@@ -167,9 +179,13 @@ def ready_marks() -> ReadyMarks | None:
 
 
 def server_starting(arbiter: Any) -> None:
-    """In the master, before any worker: check the configuration, and start readiness
-    from scratch for *arbiter*'s worker count."""
+    """In the master, before any worker: check the configuration, empty the metrics folder
+    of a previous server, and start readiness from scratch for *arbiter*'s worker count."""
     check_configuration(arbiter.log)
+    from .metrics import prepare_directory
+
+    # counts restart with the server, as every Prometheus counter may
+    prepare_directory(share_metrics_dir())
     os.environ[SERVER_WORKERS_VARIABLE] = str(arbiter.num_workers)
     marks = ready_marks()
     if marks is not None:
@@ -178,7 +194,11 @@ def server_starting(arbiter: Any) -> None:
 
 
 def worker_gone(worker: Any) -> None:
-    """In the master, when a worker exits: it is no longer ready."""
+    """In the master, when a worker exits or is killed: it is no longer ready; its metrics
+    counts stay, its live gauges go."""
+    from .metrics import worker_exited
+
+    worker_exited(worker.pid)
     marks = ready_marks()
     index = getattr(worker, INDEX_ATTRIBUTE, None)
     if marks is not None and index is not None:
@@ -187,11 +207,19 @@ def worker_gone(worker: Any) -> None:
 
 def route_logs(target: logging.Logger, level: str) -> None:
     """Send the ``flask_predict`` logger's records to *target*'s handlers (gunicorn's error
-    log) at *level*."""
+    log) at *level*, and the access-log lines straight to its stream (JSON lines without
+    its prefix), whatever *level* is."""
     source = logging.getLogger("flask_predict")
     source.handlers = list(target.handlers)
     source.setLevel(level.upper())
     source.propagate = False
+    try:
+        log_format = access_log.access_log_format(environ_config().get("PREDICT_ACCESS_LOG", "text"))
+    except ConfigError:
+        log_format = None  # the worker's own settings check reports it
+    stream = next((h.stream for h in target.handlers if isinstance(h, logging.StreamHandler)),
+                  sys.stderr)
+    access_log.write_to(stream, json_lines=log_format == "json")
 
 
 def keep_grpc_fork_support_off() -> None:

@@ -15,12 +15,14 @@ from __future__ import annotations
 import logging
 from collections.abc import Iterator
 from contextlib import contextmanager
+from time import perf_counter
 from typing import Any, Callable, Mapping, Sequence
 
 import numpy as np
 
 from . import deadline
 from .errors import InvalidInput, ModelNotReady, PredictError, PredictorFailed
+from .record import current_request
 from .repository import ModelRepository
 from .served import LoadedVersion, ServedModel
 from .types import Classification, Example, InferenceRequest, InferenceResponse, Tensor
@@ -91,6 +93,8 @@ class ModelService:
         for _ in range(_RESOLVE_TRIES):
             loaded = self.repository.get(model, version, label, version_name)
             if loaded.acquire():
+                if (record := current_request.get()) is not None:
+                    record.resolved(loaded.name, loaded.version)  # metrics, access log
                 return loaded
         raise ModelNotReady(f"model {model!r} is being replaced; try again")
 
@@ -120,8 +124,10 @@ class ModelService:
 
         One call at a time per model version: a worker's gRPC threads and its HTTP thread never
         run the same predictor concurrently (predictors need not be thread-safe). The wait and
-        the call are bounded by the model's time limit (:mod:`.deadline`)."""
+        the call are bounded by the model's time limit (:mod:`.deadline`). Both, the wait
+        included, are timed on the request's record (metrics, access log)."""
         seconds = deadline.seconds_for(loaded.spec, self.timeout_seconds)
+        started = perf_counter()
         try:
             with deadline.limit(seconds, loaded.name), loaded.calls:
                 yield
@@ -129,6 +135,9 @@ class ModelService:
             raise
         except Exception as exc:
             raise PredictorFailed(f"model {loaded.name!r} failed to {verb}") from exc
+        finally:
+            if (record := current_request.get()) is not None:
+                record.predicted(loaded.name, loaded.version, started)
 
     def predict_instances(self, loaded: LoadedVersion, instances: list[Any],
                           kwargs: Mapping[str, Any]) -> list[Any]:

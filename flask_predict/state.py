@@ -4,13 +4,16 @@ owned by one protocol or feature. Views reach it with :func:`get_state`."""
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from flask import current_app
 
 from .config import Settings
 from .service import ModelService
 from .watcher import Watcher
+
+if TYPE_CHECKING:
+    from .metrics import Metrics
 
 EXTENSION_KEY = "predict"
 
@@ -26,6 +29,8 @@ class PredictState:
     watcher: Watcher | None = None
     """Loads and reloads models from disk in this worker; ``None`` when models were loaded
     once at ``init_app`` and ``PREDICT_POLL_SECONDS`` is 0."""
+    metrics: Metrics | None = None
+    """The app's Prometheus series; ``None`` when ``PREDICT_METRICS`` is off."""
 
 
 def get_state() -> PredictState:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 from typing import Any, Callable
 
@@ -12,6 +13,15 @@ from flask.testing import FlaskClient
 from flask_predict import FlaskPredict
 from tests import models
 from tests.tf_models import tfserving_models  # noqa: F401  (a session fixture)
+
+ARTIFACTS = Path(os.environ.get("FLASK_PREDICT_TEST_ARTIFACTS")
+                 or Path(__file__).resolve().parents[1] / "test-artifacts")
+"""Where tests leave files for people to look at (the status page's screenshot)."""
+
+
+def pytest_terminal_summary(terminalreporter: Any) -> None:
+    if ARTIFACTS.is_dir() and any(ARTIFACTS.iterdir()):
+        terminalreporter.write_line(f"test artifacts: {ARTIFACTS}")
 
 
 @pytest.fixture(scope="session")

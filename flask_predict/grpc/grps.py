@@ -19,6 +19,7 @@ from google.protobuf import json_format
 from .. import codecs
 from ..errors import InvalidInput
 from ..protocols.grps import dispatch, wire
+from ..record import RequestRecord, current_request
 from .handlers import as_error
 from .messages import grps
 
@@ -97,8 +98,13 @@ class GrpsServicer:
             return _failure(exc, "ModelMetadata")
 
     def Predict(self, request: Any) -> Any:
-        metrics = dispatch.grps_state(self.state).metrics
-        started = time.perf_counter()
+        # counted in the server's metrics as protocol "grps_grpc" (one record, as over HTTP)
+        record = RequestRecord("grps_grpc", "predict", "", False, request.ByteSize())
+        token = current_request.set(record)
+        metrics = self.state.metrics
+        if metrics is not None:
+            metrics.started()
+        answer = None
         try:
             message = to_request(request)
             loaded = dispatch.acquire_model(
@@ -108,9 +114,12 @@ class GrpsServicer:
             finally:
                 loaded.release()
         except Exception as exc:
-            metrics.record(time.perf_counter() - started, failed=True)
-            return _failure(exc, "Predict")
-        metrics.record(time.perf_counter() - started, failed=False)
+            answer = _failure(exc, "Predict")
+        finally:
+            current_request.reset(token)
+            if metrics is not None:
+                status = answer.status.code if answer is not None else 500
+                metrics.finished(record, status, None, time.perf_counter())
         return answer
 
     def PredictStreaming(self, request: Any) -> Iterator[Any]:

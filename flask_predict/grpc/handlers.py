@@ -28,6 +28,8 @@ GRPC_STATUS: dict[Code, grpc.StatusCode] = {
     Code.UNIMPLEMENTED: grpc.StatusCode.UNIMPLEMENTED,
     Code.INTERNAL: grpc.StatusCode.INTERNAL,
     Code.PAYLOAD_TOO_LARGE: grpc.StatusCode.RESOURCE_EXHAUSTED,
+    Code.UNAUTHENTICATED: grpc.StatusCode.UNAUTHENTICATED,
+    Code.PERMISSION_DENIED: grpc.StatusCode.PERMISSION_DENIED,
 }
 """Each error code's gRPC status: the canonical codes are gRPC's own, as in TF Serving,
 Triton and KServe; an oversized message is gRPC's ``RESOURCE_EXHAUSTED``."""

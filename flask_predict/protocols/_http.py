@@ -196,3 +196,12 @@ def json_kind(value: Any) -> str:
     """What a decoded JSON value is, for messages: "an array", "a string", ..."""
     return {list: "an array", str: "a string", bool: "a boolean", type(None): "null"}.get(
         type(value), "a number")
+
+
+def plain_error(exc: Exception, challenge: str) -> Response:
+    """A plain-text error for routes outside the protocols (metrics, status page), with
+    the ``WWW-Authenticate`` *challenge* on a 401."""
+    error = as_predict_error(exc)
+    headers = {"WWW-Authenticate": challenge} if error.http_status == 401 else {}
+    return Response(error.message + "\n", status=error.http_status, mimetype="text/plain",
+                    headers=headers)

@@ -98,7 +98,7 @@ class GunicornServer:
         while time.monotonic() < deadline:
             if self.process is not None and self.process.poll() is not None:
                 raise RuntimeError(f"gunicorn exited with {self.process.returncode}: "
-                                   f"{self.log_text()}")
+                                   f"{self.log_text()[-4000:]}")
             status, _, body = request("GET", self.url + self.ready_path, timeout=5)
             if status and (self.ready_status is None or status == self.ready_status) \
                     and (self.ready_body is None or self.ready_body in body):
@@ -106,11 +106,12 @@ class GunicornServer:
             time.sleep(0.2)
         self.stop()
         raise RuntimeError(f"gunicorn did not become ready in {self.timeout}s: "
-                           f"{self.log_text()}")
+                           f"{self.log_text()[-4000:]}")
 
     def log_text(self) -> str:
+        """The whole log (an access line per request makes its tail all requests)."""
         if self.log_path and self.log_path.exists():
-            return self.log_path.read_text(errors="replace")[-4000:]
+            return self.log_path.read_text(errors="replace")
         return "(no log kept)"
 
     def reload(self) -> None:

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import socket
+import time
 from pathlib import Path
 from typing import Any, BinaryIO
 
@@ -112,9 +113,14 @@ def test_online_offline_in_every_worker_and_streaming_chunks(
 
         for stream in (b, c):
             assert len(stream.finish()) == 2
-        # metrics count the requests of all three workers
-        status, metrics = get(server, "/monitor/metrics?format=json")
-        assert status == 200
+        # metrics count the requests of all three workers, which write them once a second
+        deadline = time.monotonic() + 30
+        while True:
+            status, metrics = get(server, "/monitor/metrics?format=json")
+            assert status == 200
+            if metrics["*request_count"] == 7 or time.monotonic() > deadline:
+                break
+            time.sleep(0.3)
         assert metrics["workers"] == 3
         assert metrics["*request_count"] == 7 and metrics["*fail_count"] == 0
         status, _, data = request("GET", server.url + "/grps/v1/monitor/metrics")

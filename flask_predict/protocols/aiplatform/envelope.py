@@ -26,6 +26,8 @@ STATUS: dict[Code, tuple[int, str]] = {
     Code.UNIMPLEMENTED: (501, "UNIMPLEMENTED"),
     Code.INTERNAL: (500, "INTERNAL"),
     Code.PAYLOAD_TOO_LARGE: (400, "INVALID_ARGUMENT"),
+    Code.UNAUTHENTICATED: (401, "UNAUTHENTICATED"),
+    Code.PERMISSION_DENIED: (403, "PERMISSION_DENIED"),
 }
 """Our error code -> Google's HTTP status and canonical name (an oversized body is Google's
 400 ``INVALID_ARGUMENT``, ``Request payload size exceeds the limit``)."""

@@ -5,14 +5,15 @@ the metadata texts. No Flask here.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from importlib.metadata import PackageNotFoundError, version as package_version
 from typing import TYPE_CHECKING, Any, Iterator
 
 from ... import limits
 from ...errors import InvalidInput, ModelNotFound
 from ...served import LoadedVersion, ServedModel
-from ...shared_state import RequestMetrics, SharedFlag, StateDir
+from ...shared_state import SharedFlag, StateDir
+from ...traffic import Samples
 from ...types import InferenceRequest, Tensor
 from . import wire, yaml_text
 
@@ -24,12 +25,13 @@ STATE_KEY = "grps"
 
 @dataclass
 class GrpsState:
-    """The grps objects of one app; the flag and metrics are shared by every worker."""
+    """The grps objects of one app; the flag is shared by every worker."""
 
     state_dir: StateDir
     online: SharedFlag
-    metrics: RequestMetrics
     default_model: str | None
+    samples: Samples = field(default_factory=Samples)
+    """The monitor's snapshots of the metrics, for its rates (this worker's own)."""
 
 
 def grps_state(state: PredictState) -> GrpsState:

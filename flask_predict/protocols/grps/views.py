@@ -9,19 +9,21 @@ Every answer is a ``GrpsMessage`` whose ``status`` envelope carries the HTTP sta
 from __future__ import annotations
 
 import html
-import time
-from typing import Any, Callable, Iterator, Tuple
+from typing import Any, Callable, Iterator
 
 from flask import Blueprint, Response, request, stream_with_context
 from flask.blueprints import BlueprintSetupState
 from flask.typing import ResponseReturnValue
 
 from ... import codecs
+from ...auth import admin_only
 from ...errors import (ConfigError, InvalidInput, MethodNotAllowedError, ModelNotFound,
-                       PredictError, PredictorFailed)
-from ...state import EXTENSION_KEY, PredictState, get_state
+                       PredictError, PredictorFailed, Unimplemented)
+from ...metrics import INF, LATENCY_BUCKETS
 from ...served import LoadedVersion
-from ...shared_state import LATENCY_BUCKETS_MS, MetricsSnapshot, StateDir
+from ...shared_state import StateDir
+from ...state import EXTENSION_KEY, PredictState, get_state
+from ...traffic import Samples, Snapshot, Totals
 from .._http import (as_predict_error, error_handler, json_response, parse_json, read_body,
                      read_json)
 from . import dispatch, wire
@@ -48,7 +50,6 @@ def _set_up(setup: BlueprintSetupState) -> None:
     state.extras[dispatch.STATE_KEY] = dispatch.GrpsState(
         state_dir=directory,
         online=directory.flag("grps_online", settings.grps_start_online),
-        metrics=directory.metrics("grps_metrics"),
         default_model=default,
     )
 
@@ -64,12 +65,14 @@ def ok() -> Response:
 
 
 @bp.route(f"{ROOT}/health/online", methods=EITHER)
+@admin_only
 def online() -> ResponseReturnValue:
     grps_state().online.set(True)
     return ok()
 
 
 @bp.route(f"{ROOT}/health/offline", methods=EITHER)
+@admin_only
 def offline() -> ResponseReturnValue:
     grps_state().online.set(False)
     return ok()
@@ -91,18 +94,6 @@ def ready() -> ResponseReturnValue:
 
 @bp.post(f"{ROOT}/infer/predict")
 def predict() -> ResponseReturnValue:
-    metrics = grps_state().metrics
-    started = time.perf_counter()
-    try:
-        response = _predict()
-    except Exception:
-        metrics.record(time.perf_counter() - started, failed=True)
-        raise
-    metrics.record(time.perf_counter() - started, failed=False)
-    return response
-
-
-def _predict() -> Response:
     binary = _is_binary_body()
     streaming = _query_flag("streaming")
     return_ndarray = _query_flag("return-ndarray")
@@ -205,24 +196,43 @@ def model_metadata() -> ResponseReturnValue:
 
 # --- monitor ----------------------------------------------------------------------------------
 
-def metric_values(snapshot: MetricsSnapshot) -> dict[str, Any]:
+def read_metrics() -> Snapshot:
+    """The server's metrics now (every protocol's inference requests, all workers), kept
+    among this worker's samples for the rates."""
+    metrics = get_state().metrics
+    if metrics is None:
+        raise Unimplemented("metrics are off (PREDICT_METRICS is false)")
+    snapshot = metrics.snapshot()
+    grps_state().samples.add(snapshot)
+    return snapshot
+
+
+def metric_values(snapshot: Snapshot, samples: Samples) -> dict[str, Any]:
     """The metrics page's values, named as grps names its built-in metrics."""
+    total = snapshot.total
     return {
-        "*qps": round(snapshot.qps(), 3),
-        "*request_count": snapshot.requests,
-        "*fail_count": snapshot.failed,
-        "*fail_rate(%)": round(snapshot.fail_rate, 3),
-        "*latency_avg(ms)": round(snapshot.latency_avg_ms, 3),
-        "*latency_max(ms)": round(snapshot.latency_max_ms, 3),
-        "*latency_cdf(ms)": {f"p{p:g}": snapshot.latency_percentile_ms(p)
-                             for p in (50, 90, 99, 99.9)},
+        "*qps": round(samples.rate(10.0), 3),
+        "*request_count": total.requests,
+        "*fail_count": total.failed,
+        "*fail_rate(%)": round(_fail_rate(total), 3),
+        "*latency_avg(ms)": round(_latency_avg_ms(total), 3),
+        "*latency_max(ms)": total.percentile(100) * 1000,
+        "*latency_cdf(ms)": {f"p{p:g}": total.percentile(p) * 1000 for p in (50, 90, 99, 99.9)},
         "workers": snapshot.workers,
     }
 
 
+def _fail_rate(totals: Totals) -> float:
+    return 100.0 * totals.failed / totals.requests if totals.requests else 0.0
+
+
+def _latency_avg_ms(totals: Totals) -> float:
+    return 1000.0 * totals.seconds / totals.requests if totals.requests else 0.0
+
+
 @bp.get(f"{ROOT}/monitor/metrics")
 def monitor_metrics() -> ResponseReturnValue:
-    values = metric_values(grps_state().metrics.snapshot())
+    values = metric_values(read_metrics(), grps_state().samples)
     wants = request.accept_mimetypes.best_match(["text/html", "application/json"])
     if request.args.get("format") == "json" or wants == "application/json":
         return json_response(values)
@@ -230,38 +240,39 @@ def monitor_metrics() -> ResponseReturnValue:
                    for name, value in values.items())
     page = (f"<!doctype html><html><head><title>grps metrics</title></head><body>"
             f"<h1>{html.escape(get_state().settings.server_name)}: grps metrics</h1>"
-            f"<p>All workers of this server; QPS over the last 10 seconds. Trends: "
-            f"<code>{ROOT}/monitor/series?name=*qps</code>.</p>"
+            f"<p>Inference requests of every protocol and every worker of this server. "
+            f"Trends: <code>{ROOT}/monitor/series?name=*qps</code>.</p>"
             f"<table>{rows}</table></body></html>")
     return Response(page, mimetype="text/html")
 
 
-Second = Tuple[int, int, int, float, float]
-TRENDS: dict[str, Callable[[Second], float]] = {
-    "*qps": lambda row: row[1],
-    "*fail_rate(%)": lambda row: 100.0 * row[2] / row[1] if row[1] else 0.0,
-    "*latency_avg(ms)": lambda row: row[3] / row[1] if row[1] else 0.0,
-    "*latency_max(ms)": lambda row: row[4],
+TRENDS: dict[str, Callable[[float, Totals], float]] = {
+    "*qps": lambda seconds, delta: delta.requests / seconds if seconds else 0.0,
+    "*fail_rate(%)": lambda seconds, delta: _fail_rate(delta),
+    "*latency_avg(ms)": lambda seconds, delta: _latency_avg_ms(delta),
+    "*latency_max(ms)": lambda seconds, delta: delta.percentile(100) * 1000,
 }
-"""Trend metrics: the value of one per-second bucket (unix second, requests, failed,
-latency sum ms, latency max ms)."""
+"""Trend metrics: the value over one interval between two snapshots (its length in
+seconds, and the requests it saw)."""
 
 
 @bp.get(f"{ROOT}/monitor/series")
 def monitor_series() -> ResponseReturnValue:
-    """One metric over the last minute (``trend``, one point per second) or the latency
-    distribution (``cdf``), as grps's ``monitor/series``."""
+    """One metric over the last minute (``trend``: one point per interval between the
+    snapshots this worker took) or the latency distribution (``cdf``)."""
     name = request.args.get("name", "")
-    snapshot = grps_state().metrics.snapshot()
+    snapshot = read_metrics()
     if name == "*latency_cdf(ms)":
-        points = [[p, snapshot.latency_percentile_ms(p)] for p in CDF_PERCENTS]
+        total = snapshot.total
+        points = [[p, total.percentile(p) * 1000] for p in CDF_PERCENTS]
         return json_response({"label": "cdf", "data": points,
-                              "buckets_ms": [b for b in LATENCY_BUCKETS_MS if b != float("inf")]})
+                              "buckets_ms": [b * 1000 for b in LATENCY_BUCKETS if b != INF]})
     trend = TRENDS.get(name)
     if trend is None:
         raise ModelNotFound(f"metric {name!r} not found; known: *qps, *fail_rate(%), "
                             "*latency_avg(ms), *latency_max(ms), *latency_cdf(ms)")
-    data = [[i, trend(row)] for i, row in enumerate(snapshot.per_second)]
+    data = [[i, trend(seconds, later.minus(earlier))] for i, (seconds, earlier, later)
+            in enumerate(grps_state().samples.intervals())]
     return json_response({"label": "trend", "data": data})
 
 

@@ -13,6 +13,7 @@ from flask.typing import ResponseReturnValue
 
 from ... import codecs
 from ...errors import ModelNotFound
+from ...record import current_request
 from ...state import get_state
 from .._http import error_handler, json_error, parse_json, read_body
 from . import binary, wire
@@ -70,6 +71,8 @@ def infer(model: str, version: str | None = None) -> ResponseReturnValue:
         decoded = wire.decode_infer(parse_json(head, codecs.loads_v2_infer), raw, model,
                                     str(loaded.version), loaded.metadata.signature,
                                     state.settings.limits)
+        if (record := current_request.get()) is not None:
+            record.adopt_id(decoded.request_id)  # the body's "id" names the request in the log
         result = state.service.predict(loaded, decoded.request)
         payload, chunks = wire.encode_infer(result, decoded.request_id, decoded.options,
                                             loaded.metadata.properties.get("classes"))

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import time
 from pathlib import Path
 from typing import Any
 
@@ -349,37 +350,54 @@ def test_model_metadata_describes_inputs_and_outputs(grps: FlaskClient) -> None:
 
 # --- monitor ----------------------------------------------------------------------------------
 
-def test_metrics_count_requests_of_every_worker(
-        make_app: AppFactory, grps_models: dict[str, Any], tmp_path: Path) -> None:
-    models = {"mirror": grps_models["mirror"]}
-    first = make_app(models, state_dir=str(tmp_path)).test_client()
-    second = make_app(models, state_dir=str(tmp_path)).test_client()
+def test_metrics_count_inference_requests_of_every_protocol(
+        make_app: AppFactory, grps_models: dict[str, Any]) -> None:
+    client = make_app({"mirror": grps_models["mirror"], "iris": grps_models["iris"]},
+                      grps_default_model="mirror").test_client()
     for _ in range(3):
-        first.post(PREDICT, json={"str_data": "x"})
-    second.post(PREDICT, json={"str_data": "fail"})
-    second.post(PREDICT, json={"bad": 1})
-    values = first.get("/grps/v1/monitor/metrics?format=json").get_json()
-    assert values["workers"] == 2
-    assert values["*request_count"] == 5 and values["*fail_count"] == 2
-    assert values["*fail_rate(%)"] == 40.0
+        client.post(PREDICT, json={"str_data": "x"})
+    client.post(PREDICT, json={"str_data": "fail"})
+    client.post(PREDICT, json={"bad": 1})
+    row = [[5.1, 3.5, 1.4, 0.2]]
+    assert client.post("/v1/models/iris:predict", json={"instances": row}).status_code == 200
+    assert client.post("/v2/models/iris/infer", json={"inputs": [
+        {"name": "input-0", "shape": [1, 4], "datatype": "FP64", "data": row[0]}]}
+                       ).status_code == 200
+    assert client.get("/v2/health/ready").status_code == 200  # not an inference request
+    values = client.get("/grps/v1/monitor/metrics?format=json").get_json()
+    assert values["workers"] == 1
+    assert values["*request_count"] == 7 and values["*fail_count"] == 2
+    assert values["*fail_rate(%)"] == round(200 / 7, 3)
     assert values["*latency_max(ms)"] >= values["*latency_avg(ms)"] > 0
     assert set(values["*latency_cdf(ms)"]) == {"p50", "p90", "p99", "p99.9"}
-    page = second.get("/grps/v1/monitor/metrics", headers={"Accept": "text/html"})
+    page = client.get("/grps/v1/monitor/metrics", headers={"Accept": "text/html"})
     assert page.content_type.startswith("text/html")
-    assert b"*request_count</th><td>5<" in page.data
+    assert b"*request_count</th><td>7<" in page.data
 
 
 def test_metrics_series(grps: FlaskClient) -> None:
     grps.post(PREDICT, json={"model": "mirror", "str_data": "x"})
+    first = grps.get("/grps/v1/monitor/series?name=*qps").get_json()
+    assert first == {"label": "trend", "data": []}  # one snapshot: no interval yet
+    for _ in range(3):
+        grps.post(PREDICT, json={"model": "mirror", "str_data": "x"})
+    time.sleep(0.6)  # snapshots closer than half a second replace each other
     trend = grps.get("/grps/v1/monitor/series?name=*qps").get_json()
-    assert trend["label"] == "trend" and len(trend["data"]) == 60
-    assert [point[0] for point in trend["data"]] == list(range(60))
+    assert trend["label"] == "trend" and len(trend["data"]) == 1
+    assert trend["data"][0][1] > 0
     cdf = grps.get("/grps/v1/monitor/series?name=*latency_cdf(ms)").get_json()
     assert cdf["label"] == "cdf" and cdf["data"][0][0] == 10
     values = [v for _, v in cdf["data"]]
     assert values == sorted(values) and values[-1] > 0
     got = grps.get("/grps/v1/monitor/series?name=nope")
     assert got.status_code == 404 and got.get_json()["status"]["status"] == "FAILURE"
+
+
+def test_monitor_without_metrics_is_unimplemented(
+        make_app: AppFactory, grps_models: dict[str, Any]) -> None:
+    client = make_app({"mirror": grps_models["mirror"]}, metrics=False).test_client()
+    got = client.get("/grps/v1/monitor/metrics?format=json")
+    assert got.status_code == 501 and got.get_json()["status"]["code"] == 501
 
 
 # --- wire functions ---------------------------------------------------------------------------

@@ -1,0 +1,76 @@
+"""What one request did, noted as it runs: the record metrics and the access log read.
+
+The front end opens a :class:`RequestRecord` when a request arrives and sets it as
+:data:`current_request`; the service notes which model version it resolved and how long the
+predictor ran, without knowing about Flask; the front end reads the record when the answer
+is ready. Outside a request (warm-up, the reload thread) there is no record and nothing is
+noted.
+"""
+
+from __future__ import annotations
+
+import re
+from contextvars import ContextVar
+from time import perf_counter
+from typing import TypeGuard
+
+_CLIENT_ID = re.compile(r"[A-Za-z0-9._:/+=@-]{1,128}")
+
+
+def usable_id(request_id: object) -> TypeGuard[str]:
+    """Whether a client's request id can be kept: short, without spaces or control
+    characters (so it cannot forge a log line)."""
+    return isinstance(request_id, str) and _CLIENT_ID.fullmatch(request_id) is not None
+
+
+class RequestRecord:
+    """One request: who answered it, which model, and where its time went."""
+
+    __slots__ = ("protocol", "verb", "request_id", "client_id", "request_bytes", "started",
+                 "method", "path", "client", "model", "version", "predict_started",
+                 "predict_ended", "predict_seconds")
+
+    def __init__(self, protocol: str, verb: str, request_id: str, client_id: bool,
+                 request_bytes: int) -> None:
+        self.protocol = protocol
+        self.verb = verb
+        self.request_id = request_id
+        self.client_id = client_id
+        """Whether the client chose the id (its ``X-Request-ID`` header)."""
+        self.request_bytes = request_bytes
+        self.started = perf_counter()
+        self.method = self.path = self.client = ""
+        """The HTTP method, path and client address (for the access log)."""
+        self.model = ""
+        """The resolved model's name ("" until resolved): never a name from the URL."""
+        self.version = ""
+        self.predict_started = 0.0
+        self.predict_ended = 0.0
+        self.predict_seconds = 0.0
+        """Time spent in predictor calls (a request may make more than one)."""
+
+    def adopt_id(self, request_id: str | None) -> None:
+        """A request id from the body (V2's ``id``): used unless the client sent a header."""
+        if not self.client_id and usable_id(request_id):
+            self.request_id = request_id
+            self.client_id = True
+
+    def resolved(self, model: str, version: int) -> None:
+        """The service found the version that serves this request."""
+        self.model = model
+        self.version = str(version)
+
+    def predicted(self, model: str, version: int, started: float) -> None:
+        """A predictor call that began at *started* (``perf_counter``) just ended."""
+        ended = perf_counter()
+        if not self.predict_started:
+            self.predict_started = started
+            self.model = model
+            self.version = str(version)
+        self.predict_ended = ended
+        self.predict_seconds += ended - started
+
+
+current_request: ContextVar[RequestRecord | None] = ContextVar("flask_predict_request",
+                                                               default=None)
+"""The record of the request this thread is answering, if any."""

@@ -1,0 +1,78 @@
+"""The status page: models, versions and their states, live traffic, and a form to try a
+model in any protocol.
+
+``GET <PREDICT_STATUS_PATH>`` is server-rendered HTML; a little JavaScript
+(``static/status.js``) polls ``status.json`` every two seconds for the request counts and
+turns them into rates, and sends the form's request to the protocol routes. The page is
+served at ``/`` by the standalone server and only where ``PREDICT_STATUS_PATH`` says when
+embedded. With tokens configured it asks the browser for one (HTTP Basic: any user name,
+the token as password), which the browser then sends with the form's requests too.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from flask import Blueprint, render_template
+from flask.typing import ResponseReturnValue
+
+from .. import auth
+from ..protocols._http import json_response, plain_error
+from ..served import ServedModel
+from ..state import PredictState, get_state
+from ..traffic import Snapshot, Totals
+
+bp = Blueprint("predict_status", __name__, template_folder="templates",
+               static_folder="static", static_url_path="/_static")
+
+
+@bp.get("/")
+def page() -> ResponseReturnValue:
+    auth.require_token()
+    state = get_state()
+    return render_template("flask_predict/status.html", server=state.settings.server_name,
+                           models=describe(state), protocols=state.settings.protocols,
+                           prefix=state.settings.url_prefix,
+                           metrics=state.metrics is not None)
+
+
+@bp.get("/status.json")
+def status_json() -> ResponseReturnValue:
+    auth.require_token()
+    state = get_state()
+    snapshot = state.metrics.snapshot() if state.metrics is not None else None
+    return json_response({"server": state.settings.server_name,
+                          "time": snapshot.time if snapshot else None,
+                          "workers": snapshot.workers if snapshot else None,
+                          "models": describe(state, snapshot)})
+
+
+def describe(state: PredictState, snapshot: Snapshot | None = None) -> list[dict[str, Any]]:
+    """Each model: versions with their states and load errors, the default version's
+    inputs (for the form), and its request totals when *snapshot* is given."""
+    return [_model(served, snapshot) for served in state.service.models()]
+
+
+def _model(served: ServedModel, snapshot: Snapshot | None) -> dict[str, Any]:
+    described: dict[str, Any] = {
+        "name": served.name,
+        "versions": [{"version": v, "state": status.state, "error": status.error}
+                     for v, status in sorted(served.statuses.items())],
+        "default_version": None, "platform": None, "inputs": [],
+    }
+    if served.ready:
+        loaded = served.default()
+        described.update(default_version=loaded.version, platform=loaded.metadata.platform,
+                         inputs=[{"name": spec.name, "datatype": spec.datatype,
+                                  "shape": list(spec.shape) if spec.shape else None}
+                                 for spec in loaded.metadata.signature.inputs])
+    if snapshot is not None:
+        totals = snapshot.models.get(served.name, Totals())
+        described["totals"] = {"requests": totals.requests, "failed": totals.failed,
+                               "seconds": totals.seconds}
+    return described
+
+
+@bp.errorhandler(Exception)
+def _error(exc: Exception) -> ResponseReturnValue:
+    return plain_error(exc, auth.BASIC_CHALLENGE)

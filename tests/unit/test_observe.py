@@ -1,0 +1,197 @@
+"""Request ids, the access log and the Prometheus endpoint of an embedded app."""
+
+from __future__ import annotations
+
+import io
+import json
+import logging
+import shutil
+from pathlib import Path
+from typing import Any
+
+import pytest
+from flask.testing import FlaskClient
+from prometheus_client.parser import text_string_to_metric_families
+
+from flask_predict import access_log
+from flask_predict.state import get_state
+from tests.conftest import AppFactory
+
+ROW = [5.1, 3.5, 1.4, 0.2]
+V2_BODY = {"inputs": [{"name": "inputs", "shape": [1, 4], "datatype": "FP64", "data": ROW}]}
+
+
+@pytest.fixture()
+def observed(make_app: AppFactory, model_config: dict[str, Any]) -> FlaskClient:
+    return make_app({"iris": model_config["iris"], "echo": model_config["echo"]},
+                    metrics_path="/metrics").test_client()
+
+
+def access_lines(caplog: pytest.LogCaptureFixture) -> list[str]:
+    return [r.getMessage() for r in caplog.records if r.name == "flask_predict.access"]
+
+
+def samples(client: FlaskClient, name: str) -> list[tuple[dict[str, str], float]]:
+    """The samples of series *name* (a sample name, such as ``x_total`` or ``x_count``)."""
+    text = client.get("/metrics").get_data(as_text=True)
+    return [(s.labels, s.value) for family in text_string_to_metric_families(text)
+            for s in family.samples if s.name == name]
+
+
+def value(client: FlaskClient, name: str, **labels: str) -> float:
+    return sum(v for got, v in samples(client, name)
+               if all(got.get(k) == want for k, want in labels.items()))
+
+
+def test_request_id_echoed_generated_or_replaced(observed: FlaskClient,
+                                                 caplog: pytest.LogCaptureFixture) -> None:
+    caplog.set_level(logging.INFO, "flask_predict.access")
+    path = "/v1/models/iris:predict"
+    got = observed.post(path, json={"instances": [ROW]}, headers={"X-Request-ID": "abc-42"})
+    assert got.status_code == 200 and got.headers["X-Request-ID"] == "abc-42"
+    made = observed.post(path, json={"instances": [ROW]}).headers["X-Request-ID"]
+    again = observed.post(path, json={"instances": [ROW]}).headers["X-Request-ID"]
+    assert made and again and made != again
+    forged = observed.post(path, json={"instances": [ROW]},
+                           headers={"X-Request-ID": "a b status=500"}).headers["X-Request-ID"]
+    assert forged != "a b status=500" and " " not in forged
+    lines = access_lines(caplog)
+    assert len(lines) == 4
+    assert lines[0].startswith("request_id=abc-42 client=127.0.0.1 method=POST "
+                               "path=/v1/models/iris:predict protocol=tfserving verb=predict "
+                               "model=iris version=1 status=200 request_bytes=")
+    assert " ms=" in lines[0] and f"request_id={made} " in lines[1]
+
+
+def test_v2_body_id_names_the_request(observed: FlaskClient,
+                                      caplog: pytest.LogCaptureFixture) -> None:
+    caplog.set_level(logging.INFO, "flask_predict.access")
+    got = observed.post("/v2/models/iris/infer", json={**V2_BODY, "id": "v2-req-7"})
+    assert got.status_code == 200 and got.get_json()["id"] == "v2-req-7"
+    assert got.headers["X-Request-ID"] == "v2-req-7"
+    header_wins = observed.post("/v2/models/iris/infer", json={**V2_BODY, "id": "body"},
+                                headers={"X-Request-ID": "header"})
+    assert header_wins.headers["X-Request-ID"] == "header"
+    assert access_lines(caplog)[0].startswith("request_id=v2-req-7 ")
+
+
+def test_failures_and_unknown_models_are_logged_without_url_names(
+        observed: FlaskClient, caplog: pytest.LogCaptureFixture) -> None:
+    caplog.set_level(logging.INFO, "flask_predict.access")
+    assert observed.post("/v1/models/nope%0Aforged:predict", json={}).status_code in (400, 404)
+    assert observed.post("/v2/models/iris/infer", data=b"{oops").status_code == 400
+    first, second = access_lines(caplog)
+    assert "\n" not in first and 'path="/v1/models/nope\\nforged:predict"' in first
+    assert "model=- version=-" in first  # no model was resolved: no label from the URL
+    assert "model=iris version=1 status=400" in second
+    assert value(observed, "flask_predict_requests_total", model="nope\nforged") == 0
+    assert value(observed, "flask_predict_requests_total", model="", protocol="tfserving") == 1
+
+
+def test_json_lines_and_the_off_switch(make_app: AppFactory, model_config: dict[str, Any],
+                                       caplog: pytest.LogCaptureFixture) -> None:
+    caplog.set_level(logging.INFO, "flask_predict.access")
+    models = {"iris": model_config["iris"]}
+    json_client = make_app(models, access_log="json").test_client()
+    json_client.post("/v1/projects/p/models/iris:predict", json={"instances": [ROW]},
+                     headers={"X-Request-ID": "j-1"})
+    line = json.loads(access_lines(caplog)[0])
+    assert {k: line[k] for k in ("request_id", "protocol", "verb", "model", "version",
+                                 "status", "method", "client")} == {
+        "request_id": "j-1", "protocol": "aiplatform", "verb": "predict", "model": "iris",
+        "version": "1", "status": 200, "method": "POST", "client": "127.0.0.1"}
+    assert line["response_bytes"] > 0 and line["ms"] >= line["predict_ms"] > 0
+    caplog.clear()
+    quiet = make_app(models, access_log=False).test_client()
+    assert quiet.post("/v1/models/iris:predict", json={"instances": [ROW]}).status_code == 200
+    assert access_lines(caplog) == []
+
+
+def test_direct_stream_lines_carry_gunicorns_prefix() -> None:
+    stream = io.StringIO()
+    access_log.write_to(stream, json_lines=False)
+    try:
+        from flask_predict.record import RequestRecord
+
+        record = RequestRecord("grps", "predict", "id-1", True, 10)
+        access_log.AccessLog(False).write(record, 200, 5, record.started + 0.002)
+    finally:
+        access_log.write_to(None, json_lines=False)
+    text = stream.getvalue()
+    assert text.startswith("[") and "] [INFO] request_id=id-1 " in text
+    assert text.endswith(" ms=2.000\n") and text.count("\n") == 1
+
+
+def test_metrics_count_phases_sizes_and_loads(observed: FlaskClient) -> None:
+    for _ in range(3):
+        observed.post("/v2/models/iris/infer", json=V2_BODY)
+    observed.post("/grps/v1/infer/predict", json={"model": "iris", "ndarray": [ROW]})
+    observed.post("/v1/projects/p/models/echo:predict", json={"instances": [1]})
+    assert observed.get("/v2/health/ready").status_code == 200
+    got = observed.get("/metrics")
+    assert got.status_code == 200 and got.content_type.startswith("text/plain")
+    assert value(observed, "flask_predict_requests_total", protocol="kserve_v2", model="iris",
+                 version="1", verb="predict", code="200") == 3
+    assert value(observed, "flask_predict_requests_total", protocol="grps", code="200") == 1
+    assert value(observed, "flask_predict_requests_total", verb="health") == 1
+    for phase in ("request_preprocess_seconds", "request_predict_seconds",
+                  "request_postprocess_seconds"):
+        assert value(observed, phase + "_count", model_name="iris") == 4
+        assert value(observed, phase + "_count", model_name="echo", protocol="aiplatform") == 1
+    assert value(observed, "flask_predict_request_size_bytes_count", model="iris") == 4
+    assert value(observed, "flask_predict_response_size_bytes_sum", model="iris") > 0
+    assert value(observed, "flask_predict_model_load_seconds_count", model="iris") == 1
+    assert value(observed, "flask_predict_model_versions_loaded", model="iris",
+                 version="1") == 1
+    assert value(observed, "flask_predict_requests_in_flight") == 0
+    assert value(observed, "flask_predict_workers") == 1
+
+
+def test_reload_failures_and_unloads_are_counted(make_app: AppFactory, model_root: Path,
+                                                 tmp_path: Path) -> None:
+    base = tmp_path / "iris"
+    shutil.copytree(model_root / "iris" / "1", base / "1")
+    app = make_app({"iris": {"base_path": str(base)}}, metrics_path="/metrics")
+    client = app.test_client()
+    repository, specs = get_state_of(app)
+    (base / "2").mkdir()
+    (base / "2" / "model.joblib").write_bytes(b"not a pickle")
+    repository.sync(specs)
+    assert value(client, "flask_predict_model_load_failures_total", model="iris",
+                 version="2") == 1
+    shutil.copytree(base / "1", base / "3")
+    repository.sync(specs)
+    assert value(client, "flask_predict_model_versions_loaded", version="3") == 1
+    assert value(client, "flask_predict_model_versions_loaded", version="1") == 0
+
+
+def get_state_of(app: Any) -> tuple[Any, Any]:
+    with app.app_context():
+        state = get_state()
+        return state.service.repository, state.settings.models
+
+
+def test_embedded_apps_serve_no_metrics_route_or_status_page(
+        make_app: AppFactory, model_config: dict[str, Any]) -> None:
+    client = make_app({"iris": model_config["iris"]}).test_client()
+    assert client.get("/metrics").status_code == 404
+    assert client.get("/").status_code == 404
+    mounted = make_app({"iris": model_config["iris"]}, status_path="/ops/status",
+                       metrics_path="/ops/metrics").test_client()
+    page = mounted.get("/ops/status/")
+    assert page.status_code == 200 and b"iris" in page.data
+    script = mounted.get("/ops/status/_static/status.js")
+    assert script.status_code == 200 and b"function" in script.data
+    script.close()
+    assert mounted.get("/ops/metrics").status_code == 200
+
+
+def test_every_protocol_view_has_a_verb(make_app: AppFactory,
+                                        model_config: dict[str, Any]) -> None:
+    from flask_predict.observe import VERBS
+
+    app = make_app({"iris": model_config["iris"]}, vertex_predict_route="/predict",
+                   vertex_health_route="/health")
+    names = {view.__name__ for endpoint, view in app.view_functions.items()
+             if endpoint.startswith("predict_")}
+    assert names - set(VERBS) == set()
