@@ -30,6 +30,8 @@ GRPC_STATUS: dict[Code, grpc.StatusCode] = {
     Code.PAYLOAD_TOO_LARGE: grpc.StatusCode.RESOURCE_EXHAUSTED,
     Code.UNAUTHENTICATED: grpc.StatusCode.UNAUTHENTICATED,
     Code.PERMISSION_DENIED: grpc.StatusCode.PERMISSION_DENIED,
+    Code.DEADLINE_EXCEEDED: grpc.StatusCode.DEADLINE_EXCEEDED,
+    Code.METHOD_NOT_ALLOWED: grpc.StatusCode.UNIMPLEMENTED,
 }
 """Each error code's gRPC status: the canonical codes are gRPC's own, as in TF Serving,
 Triton and KServe; an oversized message is gRPC's ``RESOURCE_EXHAUSTED``."""

@@ -37,3 +37,10 @@ def test_messages_coexist_with_the_clients_generated_modules() -> None:
     assert (ours.model_name, ours.id, list(ours.inputs[0].contents.fp32_contents)) == \
         ("m", "7", [2.5])
     assert service_pb2.ModelInferRequest.FromString(ours.SerializeToString()) == theirs
+
+
+def test_every_error_code_has_a_grpc_status() -> None:
+    from flask_predict.errors import Code
+    from flask_predict.grpc.handlers import GRPC_STATUS
+
+    assert set(GRPC_STATUS) == set(Code)
