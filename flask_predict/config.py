@@ -56,8 +56,14 @@ DEFAULTS: dict[str, Any] = {
     "PREDICT_GRPC_MAX_MESSAGE_BYTES": None,
     "PREDICT_GRPC_THREADS": 4,
     "PREDICT_GRPC_GRACE_SECONDS": 5.0,
+    "PREDICT_OPENAPI_ROUTE": None,
 }
 """Every key with its default. ``docs/configuration.md`` has one entry per key."""
+
+STANDALONE_DEFAULTS: dict[str, Any] = {"PREDICT_LOAD_IN_BACKGROUND": True,
+                                       "PREDICT_OPENAPI_ROUTE": "/openapi.json"}
+"""Defaults of the standalone server (``wsgi.py``), over :data:`DEFAULTS`: what an app
+that embeds the extension opts into."""
 
 MODEL_KEYS = frozenset({"base_path", "predictor", "version_policy", "version_labels", "versions",
                "default_version", "model_platform", "options", "timeout_seconds"})
@@ -120,6 +126,8 @@ class Settings:
     """Largest gRPC request message; defaults to ``max_request_bytes``."""
     grpc_threads: int
     grpc_grace_seconds: float
+    openapi_route: str | None
+    """Where the OpenAPI document is served (``None``: not served)."""
 
     def model(self, name: str) -> ModelSpec | None:
         return next((spec for spec in self.models if spec.name == name), None)
@@ -200,6 +208,7 @@ def read_settings(config: Mapping[str, Any]) -> Settings:
             _number(values, "PREDICT_GRPC_MAX_MESSAGE_BYTES", int, minimum=1)),
         grpc_threads=_number(values, "PREDICT_GRPC_THREADS", int, minimum=1),
         grpc_grace_seconds=_number(values, "PREDICT_GRPC_GRACE_SECONDS", float, minimum=0),
+        openapi_route=_route(values, "PREDICT_OPENAPI_ROUTE"),
     )
 
 

@@ -71,6 +71,10 @@ class FlaskPredict:
         app.extensions[EXTENSION_KEY] = state
         for name in settings.protocols:
             app.register_blueprint(blueprint(name), url_prefix=settings.url_prefix or None)
+        if settings.openapi_route:
+            from .openapi.view import bp as openapi
+
+            app.register_blueprint(openapi, url_prefix=settings.url_prefix or None)
         logger.info("flask_predict: serving %s over %s%s", [s.name for s in settings.models],
                     list(settings.protocols), " (loading in the background)" if background
                     else "")
