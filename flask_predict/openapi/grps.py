@@ -108,7 +108,8 @@ def paths(settings: Settings) -> dict[str, Schema]:
             method: operation(f"grps{name.title()}{method.title()}", TAG, summary, answers)
             for method in ("get", "post")}
 
-    flag = {"type": "string", "enum": ["true", "false"]}
+    flag = {"type": "string", "description": "`true` turns it on; any other value is off.",
+            "examples": ["true", "false"]}
     predict_body = {"required": True, "content": {
         JSON: {"schema": ref("GrpsMessage"), "example": {"model": "iris", "ndarray": [ROW]}},
         BINARY: {"schema": {"type": "string", "format": "binary",
@@ -145,7 +146,8 @@ def paths(settings: Settings) -> dict[str, Schema]:
                                 "`Accept: application/json`.",
                  "content": {"text/html": {"schema": {"type": "string"}},
                              JSON: {"schema": ref("GrpsMetrics")}}}},
-        [query_param("format", "`json` for JSON.", {"type": "string", "enum": ["json"]})])}
+        [query_param("format", "`json` for JSON; any other value: HTML.",
+                     {"type": "string", "examples": ["json"]})])}
     items[f"{ROOT}/monitor/series"] = {"get": operation(
         "grpsSeries", TAG, "One metric over the last minute",
         {"200": response("The series.", ref("GrpsSeries")), **errors("GrpsError", 404)},
