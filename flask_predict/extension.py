@@ -13,6 +13,7 @@ from flask import Flask
 
 from . import runtime
 from .config import read_settings
+from .openapi.view import bp as openapi
 from .plugins import check_predictor_class, load_predictor_class
 from .predictor import Predictor
 from .protocols import blueprint
@@ -72,8 +73,6 @@ class FlaskPredict:
         for name in settings.protocols:
             app.register_blueprint(blueprint(name), url_prefix=settings.url_prefix or None)
         if settings.openapi_route:
-            from .openapi.view import bp as openapi
-
             app.register_blueprint(openapi, url_prefix=settings.url_prefix or None)
         logger.info("flask_predict: serving %s over %s%s", [s.name for s in settings.models],
                     list(settings.protocols), " (loading in the background)" if background

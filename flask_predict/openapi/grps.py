@@ -108,8 +108,7 @@ def paths(settings: Settings) -> dict[str, Schema]:
             method: operation(f"grps{name.title()}{method.title()}", TAG, summary, answers)
             for method in ("get", "post")}
 
-    flag = {"type": "string", "description": "`true` turns it on; any other value is off.",
-            "examples": ["true", "false"]}
+    flag = {"type": "string", "description": "`true` turns it on; any other value is off."}
     predict_body = {"required": True, "content": {
         JSON: {"schema": ref("GrpsMessage"), "example": {"model": "iris", "ndarray": [ROW]}},
         BINARY: {"schema": {"type": "string", "format": "binary",

@@ -6,7 +6,7 @@ from flask import Blueprint, Response
 from flask.blueprints import BlueprintSetupState
 from flask.typing import ResponseReturnValue
 
-from ..extension import EXTENSION_KEY, get_state
+from ..state import EXTENSION_KEY, get_state
 from .document import BLUEPRINT, build_document, dumps
 
 bp = Blueprint(BLUEPRINT, __name__)

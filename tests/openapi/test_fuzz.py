@@ -54,7 +54,7 @@ CASES = [(label, mode) for label, operation in sorted(OPERATIONS.items())
 def fuzzed_app(make_app: AppFactory, model_config: dict[str, Any]) -> Flask:
     iris = {**model_config["iris"], "version_labels": {"stable": 1}}  # the examples' label
     app = make_app({**model_config, "iris": iris}, openapi_route="/openapi.json")
-    assert sorted(app.extensions["predict"].repository.names()) == sorted(MODELS[:-1])
+    assert sorted(app.extensions["predict"].service.names()) == sorted(MODELS[:-1])
     return app
 
 
