@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 import re
 from importlib.metadata import PackageNotFoundError, version as package_version
+
 from flask import Flask
 
 from ..config import STANDALONE_DEFAULTS, Settings, read_settings

@@ -12,8 +12,9 @@ from flask import Flask
 from openapi_spec_validator import validate
 
 from flask_predict import ConfigError
-from flask_predict.openapi import (UNDOCUMENTED_ENDPOINTS, app_operations, build_document,
+from flask_predict.openapi import (PARTS, UNDOCUMENTED_ENDPOINTS, app_operations, build_document,
                                    document_operations, standalone_document)
+from flask_predict.protocols import PROTOCOL_MODULES
 from tests.conftest import AppFactory
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -29,6 +30,10 @@ def assert_same_routes(app: Flask, document: dict[str, Any]) -> None:
         "module in flask_predict/openapi/, or to UNDOCUMENTED_ENDPOINTS if it only answers "
         f"errors):\n  registered, not in the document: {missing}\n"
         f"  in the document, not registered: {extra}")
+
+
+def test_every_protocol_has_its_part() -> None:
+    assert set(PARTS) == set(PROTOCOL_MODULES)
 
 
 def test_checked_in_document_is_up_to_date() -> None:
