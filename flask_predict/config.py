@@ -62,8 +62,8 @@ DEFAULTS: dict[str, Any] = {
 
 STANDALONE_DEFAULTS: dict[str, Any] = {"PREDICT_LOAD_IN_BACKGROUND": True,
                                        "PREDICT_OPENAPI_ROUTE": "/openapi.json"}
-"""Defaults of the standalone server (``wsgi.py``), over :data:`DEFAULTS`: what an app
-that embeds the extension opts into."""
+"""Defaults of the standalone server (``flask_predict.wsgi``), over :data:`DEFAULTS`: what
+an app that embeds the extension opts into."""
 
 MODEL_KEYS = frozenset({"base_path", "predictor", "version_policy", "version_labels", "versions",
                "default_version", "model_platform", "options", "timeout_seconds"})

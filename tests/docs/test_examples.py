@@ -9,7 +9,7 @@ from typing import Iterator
 
 import pytest
 
-from demo.make_models import main as make_demo_models
+from flask_predict.demo import write_demo
 from tests.docs.examples import ROOT, Example, examples, matches, same_output
 from tests.e2e.server import GunicornServer
 
@@ -22,7 +22,7 @@ EXAMPLES = [example for path in FILES for example in examples(path)]
 @pytest.fixture(scope="module")
 def demo_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[GunicornServer]:
     models = tmp_path_factory.mktemp("demo") / "models"
-    make_demo_models(models)
+    write_demo(models)
     env = {"FLASK_PREDICT_MODEL_CONFIG_FILE": str(models / "models.json")}
     with GunicornServer(workers=2, env=env) as server:
         yield server
