@@ -22,8 +22,8 @@ PREDICT_REQUEST: Schema = {
                       "description": "One entry per instance, in the model's input format."},
         "parameters": {**PARAMETERS, "description": "Vertex AI's parameters; a custom "
                        "predictor receives them as the keyword argument `parameters`."},
-        "signature_name": {"type": "string",
-                           "description": "The TensorFlow signature to run."},
+        "signature_name": {"description": "The TensorFlow signature to run (a string); a "
+                                          "custom predictor receives any value."},
     },
     "additionalProperties": True,
     "description": "Every top-level key other than `instances` reaches a custom predictor as "
