@@ -21,13 +21,17 @@ BLUEPRINT = "predict_openapi"
 
 UNDOCUMENTED_ENDPOINTS = frozenset({
     "predict_aiplatform.unknown_path",
-    "predict_tfserving.unknown_path",
-    "predict_tfserving.missing_model",
+    "predict_tfserving.dispatch",
     "predict_kserve_v2.unknown_path",
+    "predict_kserve_v2.unknown_root",
+    "predict_kserve_v2.unknown_root_slash",
+    "predict_grps.unknown_path",
+    "predict_grps.unknown_root",
 })
-"""Routes left out of the document: each only answers its protocol's error for a URL that
-is not one of the protocol's routes (a catch-all ``/v1/models/<path:rest>``, ``/v1/models``
-with no model). Every other route the extension registers is in the document."""
+"""Routes left out of the document: each only answers its protocol's error for a URL or
+method that is none of the protocol's routes (catch-alls such as ``/v2/<path:rest>``, other
+methods on ``/v2``), or sends TF Serving's odd spellings of a documented route to it
+(``/V1/models/...``). Every other route the extension registers is in the document."""
 
 IMPLICIT_METHODS = frozenset({"HEAD", "OPTIONS"})
 """Methods Flask adds to every rule on its own; the document lists the others."""
@@ -89,13 +93,12 @@ def document_operations(document: Schema) -> set[str]:
 
 
 def app_operations(app: Flask) -> set[str]:
-    """``"METHOD /path"`` for every route flask-predict registered on *app*, written as the
-    document writes paths (``<model>`` as ``{model}``), less :data:`UNDOCUMENTED_ENDPOINTS`."""
-    ours = {BLUEPRINT, *(f"predict_{name}" for name in PARTS)}
+    """``"METHOD /path"`` for every route flask-predict registered on *app* (its blueprints
+    are all named ``predict_*``), written as the document writes paths (``<model>`` as
+    ``{model}``), less :data:`UNDOCUMENTED_ENDPOINTS`."""
     found: set[str] = set()
     for rule in app.url_map.iter_rules():
-        if rule.endpoint.partition(".")[0] not in ours or rule.endpoint in \
-                UNDOCUMENTED_ENDPOINTS:
+        if not rule.endpoint.startswith("predict_") or rule.endpoint in UNDOCUMENTED_ENDPOINTS:
             continue
         path = re.sub(r"<(?:[^>:]+:)?([^>]+)>", r"{\1}", rule.rule)
         found.update(f"{method} {path}" for method in (rule.methods or set()) -

@@ -65,11 +65,13 @@ def test_undocumented_routes_only_answer_errors(standalone: Flask) -> None:
     endpoints = {rule.endpoint for rule in standalone.url_map.iter_rules()}
     assert UNDOCUMENTED_ENDPOINTS <= endpoints  # the list names real routes only
     client = standalone.test_client()
-    for url, status in [("/v1/projects/p/nothing", 404), ("/v1/models", 400),
-                        ("/v1/models/iris/nothing", 400), ("/v2/nothing", 404)]:
+    for url, status, body in [("/v1/projects/p/nothing", 404, "error"),
+                              ("/v1/models", 400, "error"), ("/V1/models/iris", 400, "error"),
+                              ("/v2/nothing", 404, "error"), ("/v2", 404, "error"),
+                              ("/grps/v1/nothing", 404, "status")]:
         answer = client.post(url, data="{}")
         assert answer.status_code == status, url
-        assert set(answer.get_json()) == {"error"}  # the protocol's error body
+        assert set(answer.get_json()) == {body}  # the protocol's error body
 
 
 def test_prefix_protocols_and_vertex_routes(make_app: AppFactory,
