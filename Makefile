@@ -10,7 +10,7 @@ PLUGINS := plugins/sklearn plugins/xgboost plugins/custom plugins/tensorflow
 PROJECTS := pyproject.toml $(addsuffix /pyproject.toml,$(PLUGINS))
 INSTALLED := $(VENV)/.installed
 
-.PHONY: install system-deps serve test typecheck demo dist bench protos clean
+.PHONY: install system-deps serve test typecheck docs openapi demo dist bench protos clean
 
 install: $(INSTALLED)
 
@@ -38,6 +38,12 @@ test: install system-deps
 
 typecheck: install
 	$(VENV)/bin/mypy
+
+docs: install
+	$(VENV)/bin/mkdocs build --strict
+
+openapi: install
+	$(PY) -m flask_predict.openapi docs/openapi.json
 
 bench: install
 	$(PY) benchmarks/run.py

@@ -67,8 +67,19 @@ DEFAULTS: dict[str, Any] = {
     "PREDICT_ADMIN_TOKENS": None,
     "PREDICT_ADMIN_TOKENS_FILE": None,
     "PREDICT_ADMIN_LOOPBACK": True,
+    "PREDICT_OPENAPI_ROUTE": None,
 }
 """Every key with its default. ``docs/configuration.md`` has one entry per key."""
+
+STANDALONE_DEFAULTS: dict[str, Any] = {
+    "PREDICT_LOAD_IN_BACKGROUND": True,
+    "PREDICT_OPENAPI_ROUTE": "/openapi.json",
+    "PREDICT_METRICS_PATH": "/metrics",
+    "PREDICT_STATUS_PATH": "/",
+}
+"""Defaults of the standalone server (``flask_predict.wsgi``), over :data:`DEFAULTS`: what
+an app that embeds the extension opts into (background loading, the API document,
+``/metrics`` and the status page)."""
 
 MODEL_KEYS = frozenset({"base_path", "predictor", "version_policy", "version_labels", "versions",
                "default_version", "model_platform", "options", "timeout_seconds"})
@@ -77,12 +88,7 @@ MODEL_KEYS = frozenset({"base_path", "predictor", "version_policy", "version_lab
 MAX_JSON_DEPTH_CEILING = 512
 """``PREDICT_MAX_JSON_DEPTH`` may not go past this: the parsers and numpy stop sooner."""
 
-SERVER_DEFAULTS: dict[str, Any] = {
-    "PREDICT_METRICS_PATH": "/metrics",
-    "PREDICT_STATUS_PATH": "/",
-}
-"""What the standalone server (``wsgi.py``) serves unless told otherwise; an embedding app
-gets neither unless it sets them."""
+
 
 
 @dataclass(frozen=True)
@@ -152,6 +158,8 @@ class Settings:
     """Tokens that state-changing routes accept."""
     admin_loopback: bool
     """Whether state-changing routes are served to loopback clients without a token."""
+    openapi_route: str | None
+    """Where the OpenAPI document is served (``None``: not served)."""
 
     def model(self, name: str) -> ModelSpec | None:
         return next((spec for spec in self.models if spec.name == name), None)
@@ -239,6 +247,7 @@ def read_settings(config: Mapping[str, Any]) -> Settings:
         auth_tokens=read_tokens(values, "PREDICT_AUTH_TOKENS"),
         admin_tokens=read_tokens(values, "PREDICT_ADMIN_TOKENS"),
         admin_loopback=_bool(values, "PREDICT_ADMIN_LOOPBACK"),
+        openapi_route=_route(values, "PREDICT_OPENAPI_ROUTE"),
     )
 
 

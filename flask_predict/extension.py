@@ -13,6 +13,7 @@ from flask import Flask
 
 from . import observe, runtime
 from .config import read_settings
+from .openapi.view import bp as openapi
 from .plugins import check_predictor_class, load_predictor_class
 from .predictor import Predictor
 from .protocols import blueprint
@@ -82,6 +83,8 @@ class FlaskPredict:
             from .status import bp as status_page
 
             app.register_blueprint(status_page, url_prefix=settings.status_path)
+        if settings.openapi_route:
+            app.register_blueprint(openapi, url_prefix=settings.url_prefix or None)
         logger.info("flask_predict: serving %s over %s%s", [s.name for s in settings.models],
                     list(settings.protocols), " (loading in the background)" if background
                     else "")

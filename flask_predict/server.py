@@ -17,7 +17,8 @@ from flask import Config, Flask
 
 from . import access_log, runtime
 from .artifacts import version_folders, version_path
-from .config import MODEL_KEYS, SERVER_DEFAULTS, Settings, config_from_environ, read_settings
+from .config import (MODEL_KEYS, STANDALONE_DEFAULTS, Settings, config_from_environ,
+                     read_settings)
 from .errors import ConfigError
 from .extension import close_app
 from .memory import release
@@ -74,7 +75,7 @@ def share_metrics_dir() -> str:
 def environ_config() -> Config:
     """The config a deployment's ``create_app`` builds from the environment."""
     config = Config(os.getcwd())
-    config.update(SERVER_DEFAULTS)
+    config.update(STANDALONE_DEFAULTS)
     config.update(config_from_environ(os.environ))
     config.from_prefixed_env()
     return config

@@ -12,7 +12,7 @@ import os
 
 from flask import Flask
 
-from .config import SERVER_DEFAULTS, config_from_environ
+from .config import STANDALONE_DEFAULTS, config_from_environ
 from .extension import FlaskPredict
 
 predict = FlaskPredict()
@@ -21,9 +21,9 @@ predict = FlaskPredict()
 def create_app() -> Flask:
     """A Flask app serving the models the environment configures."""
     app = Flask(__name__)
-    # the server answers liveness while its models load; readiness once they are in
-    app.config["PREDICT_LOAD_IN_BACKGROUND"] = True
-    app.config.update(SERVER_DEFAULTS)  # /metrics and the status page at /
+    # the server answers liveness while its models load, readiness once they are in, and
+    # serves /openapi.json
+    app.config.update(STANDALONE_DEFAULTS)
     app.config.update(config_from_environ(os.environ))
     app.config.from_prefixed_env()  # FLASK_PREDICT_MODELS='{...}' -> PREDICT_MODELS
     predict.init_app(app)  # runs inside each worker: loads that worker's models

@@ -225,7 +225,8 @@ def loads_v2_infer(body: bytes) -> Any:
             parsed["inputs"] = ([_v2_input(tensor) for tensor in inputs]
                                 if isinstance(inputs, simdjson.Array) else _python(inputs))
         return parsed
-    except (ValueError, TypeError, RuntimeError):  # bad JSON, NaN tokens, huge integers
+    except (ValueError, TypeError, RuntimeError,  # bad JSON, NaN tokens, huge integers
+            KeyError):  # simdjson cannot look up a key holding "\u0000"
         return loads(body)
 
 

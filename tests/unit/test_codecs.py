@@ -189,3 +189,11 @@ def test_to_array_refuses_floats_past_the_datatypes_range() -> None:
     with pytest.raises(InvalidInput, match="value out of range for FP32"):
         codecs.to_array([1e39], "FP32", "x")
     assert codecs.to_array([1e39, math.inf], "FP64", "x")[0] == 1e39
+
+
+def test_v2_infer_body_with_a_nul_in_a_key_is_read_as_loads_reads_it() -> None:
+    """simdjson cannot look up a key holding "\\u0000": such a body takes the general
+    parser instead of failing (found by fuzzing, tests/openapi/)."""
+    body = (b'{"x\\u0000": 1, "inputs": [{"name": "x", "shape": [2], "datatype": "FP32", '
+            b'"data": [1.5, 2], "k\\u0000": 0}]}')
+    assert codecs.loads_v2_infer(body) == codecs.loads(body)

@@ -1,0 +1,133 @@
+"""Find the HTTP examples in the Markdown docs, and compare an answer with one.
+
+The convention (``docs/contributing.md``): a fenced block tagged ``sh`` that holds one
+``curl`` command is an example, and the fenced block after it, tagged ``json`` or ``text``,
+is its expected output. JSON is compared as values (floats within a relative 1e-6, ``"..."``
+matching anything), text exactly (surrounding blank space aside).
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import re
+import shlex
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+ROOT = Path(__file__).resolve().parents[2]
+FENCE = re.compile(r"^(\s*)(```+|~~~+)\s*([\w+-]*)")
+LOCAL_URL = re.compile(r"(?:https?://)?(?:localhost|127\.0\.0\.1)(?::\d+)?")
+ANYTHING = "..."
+
+
+@dataclass(frozen=True)
+class Block:
+    info: str
+    text: str
+    line: int
+
+
+@dataclass(frozen=True)
+class Example:
+    where: str
+    """``file:line`` of the command."""
+    command: str
+    output: str
+    output_kind: str
+
+    def argv(self, address: str) -> list[str]:
+        """The command's words, its local URL pointed at *address* (``host:port``)."""
+        return shlex.split(LOCAL_URL.sub(address, self.command))
+
+
+def blocks(text: str) -> list[Block]:
+    """The fenced code blocks of a Markdown text, in order."""
+    found: list[Block] = []
+    lines = text.splitlines()
+    index = 0
+    while index < len(lines):
+        opening = FENCE.match(lines[index])
+        if not opening:
+            index += 1
+            continue
+        indent, fence, info = opening.groups()
+        body: list[str] = []
+        index += 1
+        while index < len(lines) and not lines[index].strip().startswith(fence):
+            body.append(lines[index][len(indent):] if lines[index].startswith(indent)
+                        else lines[index])
+            index += 1
+        found.append(Block(info, "\n".join(body), index - len(body)))
+        index += 1
+    return found
+
+
+def commands(script: str) -> list[str]:
+    """The shell commands of a block: continuation lines and quoted newlines joined,
+    comment lines dropped."""
+    found: list[str] = []
+    pending = ""
+    for line in script.splitlines():
+        if not pending and (not line.strip() or line.strip().startswith("#")):
+            continue
+        pending = f"{pending}\n{line}" if pending else line.strip()
+        if pending.endswith("\\"):
+            pending = pending[:-1]
+            continue
+        try:
+            shlex.split(pending)
+        except ValueError:  # a quote still open: the command goes on
+            continue
+        found.append(pending)
+        pending = ""
+    return found + ([pending] if pending else [])
+
+
+def examples(path: Path) -> list[Example]:
+    """The examples of one Markdown file; ``ValueError`` for a curl block that breaks the
+    convention."""
+    name = path.relative_to(ROOT).as_posix() if path.is_relative_to(ROOT) else path.name
+    found = blocks(path.read_text(encoding="utf-8"))
+    result: list[Example] = []
+    for index, block in enumerate(found):
+        if block.info != "sh":
+            continue
+        lines = commands(block.text)
+        if not any(line.startswith("curl ") for line in lines):
+            continue
+        where = f"{name}:{block.line}"
+        if len(lines) != 1:
+            raise ValueError(f"{where}: an example block holds one curl command, got "
+                             f"{len(lines)} commands")
+        after = found[index + 1] if index + 1 < len(found) else None
+        if after is None or after.info not in ("json", "text"):
+            raise ValueError(f"{where}: a curl example needs a json or text block after it "
+                             "with its expected output (tag the block `console` if it is "
+                             "not meant to run against the demo)")
+        result.append(Example(where, lines[0], after.text, after.info))
+    return result
+
+
+def matches(expected: Any, actual: Any) -> bool:
+    """JSON values equal, floats within a relative 1e-6, ``"..."`` matching anything."""
+    if expected == ANYTHING:
+        return True
+    if isinstance(expected, float):
+        return isinstance(actual, float) and (
+            math.isclose(expected, actual, rel_tol=1e-6, abs_tol=1e-12)
+            or (math.isnan(expected) and math.isnan(actual)))
+    if isinstance(expected, dict):
+        return (isinstance(actual, dict) and expected.keys() == actual.keys() and
+                all(matches(expected[key], actual[key]) for key in expected))
+    if isinstance(expected, list):
+        return (isinstance(actual, list) and len(expected) == len(actual) and
+                all(matches(e, a) for e, a in zip(expected, actual)))
+    return type(expected) is type(actual) and bool(expected == actual)
+
+
+def same_output(example: Example, output: str) -> bool:
+    if example.output_kind == "json":
+        return matches(json.loads(example.output), json.loads(output))
+    return example.output.strip() == output.strip()

@@ -1,0 +1,62 @@
+"""Every HTTP example in the README and docs/ runs, with curl, against the demo models served
+by real gunicorn, and answers what the docs say it answers."""
+
+from __future__ import annotations
+
+import subprocess
+from pathlib import Path
+from typing import Iterator
+
+import pytest
+
+from flask_predict.demo import write_demo
+from tests.docs.examples import ROOT, Example, examples, matches, same_output
+from tests.e2e.server import GunicornServer
+
+pytestmark = pytest.mark.e2e
+
+FILES = [ROOT / "README.md", *sorted((ROOT / "docs").rglob("*.md"))]
+EXAMPLES = [example for path in FILES for example in examples(path)]
+
+
+@pytest.fixture(scope="module")
+def demo_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[GunicornServer]:
+    models = tmp_path_factory.mktemp("demo") / "models"
+    write_demo(models)
+    env = {"FLASK_PREDICT_MODEL_CONFIG_FILE": str(models / "models.json")}
+    with GunicornServer(workers=2, env=env) as server:
+        yield server
+
+
+@pytest.mark.parametrize("example", EXAMPLES, ids=[e.where for e in EXAMPLES])
+def test_example_answers_as_documented(demo_server: GunicornServer, example: Example) -> None:
+    argv = example.argv(f"127.0.0.1:{demo_server.port}")
+    assert argv[0] == "curl"
+    run = subprocess.run(argv, capture_output=True, text=True, timeout=60)
+    assert run.returncode == 0, f"{example.command}\n{run.stderr}"
+    assert same_output(example, run.stdout), (
+        f"{example.where}: {example.command}\nthe docs say:\n{example.output}\n"
+        f"the server answers:\n{run.stdout}")
+
+
+def test_pages_with_examples() -> None:
+    """The pages a reader tries first each carry examples."""
+    pages = {example.where.split(":")[0] for example in EXAMPLES}
+    assert {"README.md", "docs/index.md", "docs/protocols/aiplatform.md",
+            "docs/protocols/tfserving.md", "docs/protocols/kserve_v2.md",
+            "docs/protocols/grps.md"} <= pages
+
+
+def test_comparison() -> None:
+    assert matches({"a": [1, 0.5, "x"]}, {"a": [1, 0.5000000001, "x"]})
+    assert not matches([1], [1.0])  # integer labels stay integers
+    assert not matches({"a": 1}, {"a": 1, "b": 2})
+    assert matches({"version": "..."}, {"version": "0.1.0"})
+    assert not matches(0.5, 0.51)
+
+
+def test_a_curl_block_needs_its_output(tmp_path: Path) -> None:
+    page = tmp_path / "page.md"
+    page.write_text("```sh\ncurl -s localhost:8080/v2\n```\n\ntext\n")
+    with pytest.raises(ValueError, match="needs a json or text block"):
+        examples(page)
