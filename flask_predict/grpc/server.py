@@ -20,6 +20,7 @@ from grpc_reflection.v1alpha import reflection, reflection_pb2
 from ..errors import ConfigError
 from ..protocols.grps import dispatch
 from . import grps, kserve_v2, messages, tfserving
+from .auth import TokenInterceptor
 from .handlers import service_handler
 
 if TYPE_CHECKING:  # Flask's side of the app state; only its type is needed here
@@ -79,6 +80,7 @@ class GrpcServer:
         self.grace = settings.grpc_grace_seconds
         self.server = grpc.server(
             ThreadPoolExecutor(settings.grpc_threads, thread_name_prefix="flask-predict-grpc"),
+            interceptors=[TokenInterceptor(settings)],
             options=[("grpc.so_reuseport", 1),
                      ("grpc.max_receive_message_length", settings.grpc_max_message_bytes),
                      ("grpc.max_send_message_length", -1)])

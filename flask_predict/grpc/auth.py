@@ -1,0 +1,101 @@
+"""The gRPC side of authentication: the same tokens and admin rule as the HTTP routes
+(:mod:`flask_predict.auth`), read from call metadata.
+
+Every rpc needs one of ``PREDICT_AUTH_TOKENS`` (or an admin token) when tokens are
+configured, sent as ``authorization: Bearer <token>`` or ``x-api-key: <token>``; the health
+service stays open for probes, as ``/v2/health/*`` does. The state-changing rpcs (grps's
+``Online`` and ``Offline``) need an admin token, or a loopback peer while
+``PREDICT_ADMIN_LOOPBACK`` is on (the default).
+"""
+
+from __future__ import annotations
+
+from ipaddress import ip_address
+from typing import Any, Callable
+
+import grpc
+
+from ..config import Settings
+from ..tokens import presented_token, token_matches
+
+OPEN_PREFIXES = ("/grpc.health.v1.Health/",)
+"""Probes answer without a token."""
+ADMIN_METHODS = frozenset({"/grps.protos.v1.GrpsService/Online",
+                           "/grps.protos.v1.GrpsService/Offline"})
+"""rpcs that change server-wide state."""
+
+
+def call_token(context: grpc.ServicerContext) -> str | None:
+    """The token a call carries: its metadata read as HTTP headers are."""
+    environ = {"HTTP_" + key.upper().replace("-", "_"): value
+               for key, value in context.invocation_metadata() if isinstance(value, str)}
+    return presented_token(environ)
+
+
+def is_loopback_peer(peer: str) -> bool:
+    """``ipv4:127.0.0.1:5000``, ``ipv6:[::1]:5000`` and ``unix:`` peers are this machine."""
+    kind, _, rest = peer.partition(":")
+    if kind == "unix":
+        return True
+    host = rest.rsplit(":", 1)[0].strip("[]")
+    try:
+        return ip_address(host).is_loopback
+    except ValueError:
+        return False
+
+
+class TokenInterceptor(grpc.ServerInterceptor):  # type: ignore[misc]  # grpc has no hints
+    """Checks each call before its handler runs; a refused call ends with
+    ``UNAUTHENTICATED`` or ``PERMISSION_DENIED``."""
+
+    def __init__(self, settings: Settings) -> None:
+        self.tokens = settings.auth_tokens
+        self.admin_tokens = settings.admin_tokens
+        self.admin_loopback = settings.admin_loopback
+
+    def intercept_service(self, continuation: Callable[[Any], Any], details: Any) -> Any:
+        handler = continuation(details)
+        method: str = details.method
+        if handler is None or method.startswith(OPEN_PREFIXES):
+            return handler
+        if method in ADMIN_METHODS:
+            return guarded(handler, self.check_admin)
+        if self.tokens:
+            return guarded(handler, self.check_client)
+        return handler
+
+    def check_client(self, context: grpc.ServicerContext) -> None:
+        token = call_token(context)
+        if not (token_matches(token, self.tokens) or token_matches(token, self.admin_tokens)):
+            context.abort(grpc.StatusCode.UNAUTHENTICATED,
+                          "a valid token is required: send 'authorization: Bearer <token>' "
+                          "or 'x-api-key: <token>' metadata")
+
+    def check_admin(self, context: grpc.ServicerContext) -> None:
+        if token_matches(call_token(context), self.admin_tokens):
+            return
+        if self.admin_loopback and is_loopback_peer(context.peer()):
+            return
+        if self.admin_tokens:
+            context.abort(grpc.StatusCode.UNAUTHENTICATED,
+                          "this call changes the server: send an admin token")
+        context.abort(grpc.StatusCode.PERMISSION_DENIED,
+                      "this call changes the server: allowed from loopback only, or set "
+                      "PREDICT_ADMIN_TOKENS")
+
+
+def guarded(handler: Any, check: Callable[[grpc.ServicerContext], None]) -> Any:
+    """*handler* with *check* run before each of its behaviours."""
+    def wrap(behaviour: Callable[[Any, grpc.ServicerContext], Any] | None) -> Any:
+        if behaviour is None:
+            return None
+
+        def run(request: Any, context: grpc.ServicerContext) -> Any:
+            check(context)
+            return behaviour(request, context)
+        return run
+
+    return handler._replace(unary_unary=wrap(handler.unary_unary),
+                            unary_stream=wrap(handler.unary_stream),
+                            stream_unary=wrap(handler.stream_unary),
+                            stream_stream=wrap(handler.stream_stream))
