@@ -104,6 +104,8 @@ def paths(settings: Settings) -> dict[str, Schema]:
         answers = {"200": _ok("OK.")}
         if name == "ready":
             answers.update(errors("GrpsError", 503))
+        if name in ("online", "offline"):  # state-changing: admin token or loopback
+            answers.update(errors("GrpsError", 401, 403))
         items[f"{ROOT}/health/{name}"] = {
             method: operation(f"grps{name.title()}{method.title()}", TAG, summary, answers)
             for method in ("get", "post")}

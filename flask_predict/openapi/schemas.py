@@ -89,6 +89,10 @@ def response(description: str, schema: Schema | None = None,
 
 ERROR_MEANINGS = {
     400: "The request is malformed or does not fit the model.",
+    401: "A token is required (`PREDICT_AUTH_TOKENS`, or an admin token for a route that "
+         "changes the server); `WWW-Authenticate` says how.",
+    403: "The route changes the server's state: served to loopback clients or with an admin "
+         "token only.",
     404: "No such model or version.",
     413: "The request body is over `PREDICT_MAX_REQUEST_BYTES`.",
     500: "The model failed; the message is generic, the cause is in the server's log.",
