@@ -27,9 +27,14 @@ if TYPE_CHECKING:
 
 logger = logging.getLogger("flask_predict.grpc")
 
-INFERENCE_VERBS = {"ModelInfer": "predict", "Predict": "predict", "Classify": "classify",
-                   "Regress": "regress", "MultiInference": "predict"}
-"""The unary rpcs that run a model, with the metrics ``verb`` they count as."""
+INFERENCE_VERBS = {
+    "inference.GRPCInferenceService": {"ModelInfer": "predict"},
+    "tensorflow.serving.PredictionService": {"Predict": "predict", "Classify": "classify",
+                                             "Regress": "regress", "MultiInference": "predict"},
+}
+"""The unary rpcs that run a model, with the metrics ``verb`` they count as. grps's servicer
+counts its own ``Predict`` (protocol ``grps_grpc``): it answers failures inside an OK
+message, which only it knows."""
 
 GRPC_STATUS: dict[Code, grpc.StatusCode] = {
     Code.INVALID_ARGUMENT: grpc.StatusCode.INVALID_ARGUMENT,
@@ -79,7 +84,8 @@ class _Calls:
     def unary(self, call: Callable[[Any], Any], name: str
               ) -> Callable[[Any, grpc.ServicerContext], Any]:
         method = f"/{self.service}/{name}"
-        verb = INFERENCE_VERBS.get(name) if self.metrics is not None else None
+        verbs = INFERENCE_VERBS.get(self.service, {}) if self.metrics is not None else {}
+        verb = verbs.get(name)
 
         def handle(request: Any, context: grpc.ServicerContext) -> Any:
             context.set_trailing_metadata(self.worker)
