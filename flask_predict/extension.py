@@ -68,13 +68,13 @@ class FlaskPredict:
         watched = background or settings.poll_seconds > 0
         # models unloaded through the V2 repository extension, shared by the workers
         unloaded = StateDir(settings.state_dir).names(UNLOADED_MODELS) if watched else None
+        skipped = unloaded.read() if unloaded is not None else frozenset()
+        specs = [spec for spec in settings.models if spec.name not in skipped]
         if background:
             repository = ModelRepository(self.predictor_class, listener)
+            repository.announce(specs)  # known at once; loaded by the watcher's thread
         else:
-            skipped = unloaded.read() if unloaded is not None else frozenset()
-            repository = ModelRepository.load([s for s in settings.models
-                                               if s.name not in skipped],
-                                              self.predictor_class, listener)
+            repository = ModelRepository.load(specs, self.predictor_class, listener)
         state = PredictState(settings, ModelService(
             repository, settings.load_wait_seconds if background else 0.0,
             settings.timeout_seconds), metrics=metrics)
