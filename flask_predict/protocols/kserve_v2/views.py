@@ -105,7 +105,8 @@ def repository_index() -> ResponseReturnValue:
     return _json(repository_ext.index(get_state(), ready))
 
 
-@bp.post("/v2/repository/models/<model>/<any(load, unload):action>")
+@bp.post("/v2/repository/models/<model>/load", defaults={"action": "load"})
+@bp.post("/v2/repository/models/<model>/unload", defaults={"action": "unload"})
 @admin_only
 def repository_control(model: str, action: str) -> ResponseReturnValue:
     repository_ext.check_parameters(_parameters())
