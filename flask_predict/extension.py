@@ -19,8 +19,9 @@ from .predictor import Predictor
 from .protocols import blueprint
 from .repository import ModelRepository
 from .service import ModelService
+from .shared_state import StateDir
 from .state import EXTENSION_KEY, PredictState, get_state
-from .watcher import Watcher
+from .watcher import UNLOADED_MODELS, Watcher
 
 logger = logging.getLogger(__name__)
 
@@ -64,17 +65,23 @@ class FlaskPredict:
             metrics = Metrics()
         listener = metrics.model_event if metrics else None
         background = settings.load_in_background
+        watched = background or settings.poll_seconds > 0
+        # models unloaded through the V2 repository extension, shared by the workers
+        unloaded = StateDir(settings.state_dir).names(UNLOADED_MODELS) if watched else None
+        skipped = unloaded.read() if unloaded is not None else frozenset()
+        specs = [spec for spec in settings.models if spec.name not in skipped]
         if background:
             repository = ModelRepository(self.predictor_class, listener)
+            repository.announce(specs)  # known at once; loaded by the watcher's thread
         else:
-            repository = ModelRepository.load(settings.models, self.predictor_class, listener)
+            repository = ModelRepository.load(specs, self.predictor_class, listener)
         state = PredictState(settings, ModelService(
             repository, settings.load_wait_seconds if background else 0.0,
             settings.timeout_seconds), metrics=metrics)
-        if background or settings.poll_seconds > 0:
+        if watched:
             state.watcher = Watcher(repository, app.config.get("PREDICT_MODELS"),
                                     settings.model_config_file, settings.poll_seconds,
-                                    settings.models, load_first=background)
+                                    settings.models, load_first=background, unloaded=unloaded)
         app.extensions[EXTENSION_KEY] = state
         for name in settings.protocols:
             app.register_blueprint(blueprint(name), url_prefix=settings.url_prefix or None)

@@ -22,6 +22,7 @@ from weakref import WeakSet
 
 from prometheus_client import (CONTENT_TYPE_LATEST, CollectorRegistry, Counter, Gauge,
                                Histogram, generate_latest, multiprocess, values)
+from prometheus_client.metrics_core import Metric
 
 from .record import RequestRecord
 from .traffic import Snapshot
@@ -46,10 +47,11 @@ PHASE_LABELS = ("model_name", "model_version", "protocol")  # KServe's model_nam
 class _Series:
     """The labelled children of one (protocol, model, version, verb), made once."""
 
-    __slots__ = ("codes", "histograms")
+    __slots__ = ("codes", "histograms", "failed")
 
     def __init__(self, metrics: Metrics, key: tuple[str, str, str, str]) -> None:
         self.codes: dict[int, Counter] = {}
+        self.failed = metrics.failed_seconds.labels(*key)
         phase = (key[1], key[2], key[0])
         self.histograms = (metrics.duration.labels(*key), metrics.request_size.labels(*key),
                            metrics.response_size.labels(*key),
@@ -69,12 +71,16 @@ _BOUNDS = (LATENCY_BUCKETS, SIZE_BUCKETS, SIZE_BUCKETS, LATENCY_BUCKETS, LATENCY
 class _Pending:
     """What one series counted since the last flush: plain numbers, no file write."""
 
-    __slots__ = ("codes", "histograms")
+    __slots__ = ("codes", "histograms", "failed_seconds", "last")
 
     def __init__(self) -> None:
         self.codes: dict[int, int] = {}
         self.histograms = [[0.0] * (len(bounds) + 1) for bounds in _BOUNDS]
         """Per histogram: the sum of the values, then the count in each bucket."""
+        self.failed_seconds = 0.0
+        """The durations of the failed requests (status 400 and up)."""
+        self.last = 0.0
+        """When the last request ended (unix time)."""
 
 
 def _observe(histogram: list[float], bounds: tuple[float, ...], value: float) -> None:
@@ -125,6 +131,15 @@ class Metrics:
         self.response_size = Histogram(
             "flask_predict_response_size_bytes", "Response body sizes (streams not counted)",
             REQUEST_LABELS, buckets=SIZE_BUCKETS, registry=registry)
+        self.failed_seconds = Counter(
+            "flask_predict_failed_request_seconds", "Time from routing to the answer of "
+            "the requests that failed (status 400 and up): the rest of the duration "
+            "histogram's sum is the successful ones' (Triton's success/fail statistics)",
+            REQUEST_LABELS, registry=registry)
+        self.last_inference = Gauge(
+            "flask_predict_last_inference_timestamp_seconds", "When a model version last "
+            "answered an inference request (unix time)", ("model", "version"),
+            registry=registry, multiprocess_mode="max")
         self.in_flight = Gauge(
             "flask_predict_requests_in_flight", "Requests being answered",
             registry=registry, multiprocess_mode="livesum")
@@ -169,7 +184,11 @@ class Metrics:
                 pending = self._pending[key] = _Pending()
             pending.codes[status] = pending.codes.get(status, 0) + 1
             histograms = pending.histograms
-            _observe(histograms[0], LATENCY_BUCKETS, ended - record.started)
+            duration = ended - record.started
+            _observe(histograms[0], LATENCY_BUCKETS, duration)
+            if status >= 400:
+                pending.failed_seconds += duration
+            pending.last = time.time()
             _observe(histograms[1], SIZE_BUCKETS, record.request_bytes)
             if response_bytes is not None:
                 _observe(histograms[2], SIZE_BUCKETS, response_bytes)
@@ -200,6 +219,10 @@ class Metrics:
                 counter.inc(number)
             for child, histogram in zip(series.histograms, counted.histograms):
                 _add_to_histogram(child, histogram)
+            if counted.failed_seconds:
+                series.failed.inc(counted.failed_seconds)
+            if key[1] and key[3] in INFERENCE_VERBS:
+                self.last_inference.labels(key[1], key[2]).set(counted.last)
 
     def close(self) -> None:
         """Write what is left, and stop being flushed (the app is closing)."""
@@ -224,6 +247,11 @@ class Metrics:
         """The Prometheus text format of every series, and its content type."""
         self.flush()
         return generate_latest(self.registry), CONTENT_TYPE_LATEST
+
+    def families(self) -> list[Metric]:
+        """Every series now, summed over every worker (what the statistics read)."""
+        self.flush()
+        return list(self.registry.collect())
 
     def snapshot(self) -> Snapshot:
         """Inference totals per model, summed over every worker (pages read this)."""

@@ -39,6 +39,8 @@ VERBS = {"predict": "predict", "infer": "predict", "vertex_predict": "predict",
          "live": "health", "ready": "health", "model_ready": "health", "vertex_health": "health",
          "server_metadata": "metadata", "model_metadata": "metadata", "describe": "metadata",
          "model_status": "status", "online": "admin", "offline": "admin",
+         "repository_control": "admin",
+         "repository_index": "metadata", "model_statistics": "monitor",
          "monitor_metrics": "monitor", "monitor_series": "monitor",
          "unknown_path": "unknown", "missing_model": "unknown", "dispatch": "other"}
 """View function name -> the ``verb`` label. Health probes never need a token. ``other``:

@@ -59,6 +59,14 @@ class ModelRepository:
         repository.sync(specs, strict=True)
         return repository
 
+    def announce(self, specs: Iterable[ModelSpec]) -> None:
+        """Make *specs* known at once, before the first :meth:`sync` loads them: a request
+        for one is answered "not ready" (503), not "not found" (404)."""
+        with self._lock:
+            for spec in specs:
+                if spec.name not in self._models:
+                    self._publish(ServedModel(spec))
+
     # --- lookups (request time) ---------------------------------------------------------------
 
     def names(self) -> list[str]:

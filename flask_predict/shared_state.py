@@ -1,4 +1,4 @@
-"""State that every worker process of one server shares: flags.
+"""State that every worker process of one server shares: flags and name sets.
 
 Gunicorn runs several worker processes, each with its own copy of the app, so anything
 that must be the same in every worker (grps's online/offline switch) cannot live in a
@@ -16,6 +16,11 @@ file, so no reader ever sees a half-written one and later workers never reset it
 the flag replaces the file atomically (``os.replace``); reading it is one ``stat`` of its
 size. No lock.
 
+**Name sets** (:class:`NameSet`) are one small JSON file holding a list of names (the
+models unloaded through the V2 repository extension). A change reads, edits and replaces
+the file under an exclusive ``flock`` of a lock file beside it, so two workers changing it
+at once lose neither change; readers read the file without a lock (it is replaced whole).
+
 Request metrics live in prometheus_client's multiprocess files instead
 (:mod:`flask_predict.metrics`), in the ``prometheus`` folder of the server's state folder.
 """
@@ -23,6 +28,8 @@ Request metrics live in prometheus_client's multiprocess files instead
 from __future__ import annotations
 
 import atexit
+import fcntl
+import json
 import os
 import shutil
 import tempfile
@@ -45,6 +52,9 @@ class StateDir:
 
     def flag(self, name: str, initial: bool) -> SharedFlag:
         return SharedFlag(self.path / f"{name}.flag", initial)
+
+    def names(self, name: str) -> NameSet:
+        return NameSet(self, self.path / f"{name}.json")
 
 
 class SharedFlag:
@@ -85,6 +95,46 @@ class SharedFlag:
         finally:
             if temp:
                 os.unlink(temp)
+
+
+class NameSet:
+    """A set of names every process of the server reads and any of them may change."""
+
+    def __init__(self, folder: StateDir, path: Path) -> None:
+        self.folder = folder
+        """Kept so that a private folder lives as long as the set."""
+        self.path = path
+
+    def read(self) -> frozenset[str]:
+        """The names now (none when the file does not exist or is not a list of names)."""
+        try:
+            names = json.loads(self.path.read_bytes())
+        except (OSError, ValueError):
+            return frozenset()
+        if not isinstance(names, list):
+            return frozenset()
+        return frozenset(name for name in names if isinstance(name, str))
+
+    def add(self, name: str) -> None:
+        self._change(name, present=True)
+
+    def discard(self, name: str) -> None:
+        self._change(name, present=False)
+
+    def _change(self, name: str, present: bool) -> None:
+        with open(self.path.with_suffix(".lock"), "ab") as lock:
+            fcntl.flock(lock, fcntl.LOCK_EX)  # released when the file closes
+            names = set(self.read())
+            if (name in names) == present:
+                return
+            if present:
+                names.add(name)
+            else:
+                names.discard(name)
+            fd, temp = tempfile.mkstemp(dir=self.path.parent, prefix=".names-")
+            with os.fdopen(fd, "wb") as file:
+                file.write(json.dumps(sorted(names)).encode())
+            os.replace(temp, self.path)
 
 
 def create_server_dir() -> str:

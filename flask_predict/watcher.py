@@ -10,6 +10,12 @@ Each worker runs its own watcher over the same files, so every worker reaches th
 served versions within one poll interval, with no state shared between processes. A
 version folder counts once it has its numeric name: copy it under another name (``.3.tmp``)
 and rename it, which is atomic on one file system (see ``docs/lifecycle.md``).
+
+Models unloaded through the V2 repository extension are named in a file of the server's
+shared state folder (:class:`~flask_predict.shared_state.NameSet`): every poll leaves them
+out of what it syncs, so every worker drops them (and a new worker never loads them), and
+serves them again once their name leaves the file. :meth:`Watcher.poll_now` asks for a poll
+at once and waits for it, so the worker that changed the file answers once it has followed.
 """
 
 from __future__ import annotations
@@ -23,9 +29,13 @@ from typing import Any, Callable
 from .config import load_models
 from .errors import PredictError
 from .repository import ModelRepository
+from .shared_state import NameSet
 from .types import ModelSpec
 
 logger = logging.getLogger(__name__)
+
+UNLOADED_MODELS = "unloaded_models"
+"""The name set, in the server's shared state folder, of the models not to serve."""
 
 
 class Watcher:
@@ -37,18 +47,23 @@ class Watcher:
     :param poll_seconds: the pause between two polls; 0 with *load_first* loads once.
     :param load_first: load the models at once when the thread starts (the worker serves
         liveness meanwhile), then poll.
+    :param unloaded: the names of configured models not to serve (shared by the workers).
     """
 
     def __init__(self, repository: ModelRepository, models: Any, config_file: str | None,
                  poll_seconds: float, specs: tuple[ModelSpec, ...],
-                 load_first: bool = False) -> None:
+                 load_first: bool = False, unloaded: NameSet | None = None) -> None:
         self.repository = repository
         self.models = models
         self.config_file = config_file
         self.poll_seconds = poll_seconds
         self.specs = specs
         """The configuration last read successfully; kept while the file is broken."""
+        self.unloaded = unloaded
         self._stop = threading.Event()
+        self._wake = threading.Event()
+        self._polls = threading.Condition()
+        self._polls_started = self._polls_done = 0
         self._thread: threading.Thread | None = None
         self._pid = 0
         self._last_error: str | None = None
@@ -100,6 +115,7 @@ class Watcher:
     def stop(self, timeout: float = 5.0) -> None:
         """Stop polling; wait up to *timeout* seconds for a load in progress to finish."""
         self._stop.set()
+        self._wake.set()
         thread = self._thread
         if thread is not None and thread is not threading.current_thread() \
                 and self._pid == os.getpid():
@@ -116,14 +132,47 @@ class Watcher:
                 _call(callback)
             if self.poll_seconds <= 0:
                 return
-        while not self._stop.wait(self.poll_seconds):
+        while not self._stop.is_set():
+            self._wake.wait(self.poll_seconds)
+            self._wake.clear()
+            if self._stop.is_set():
+                break
             self.poll()
+
+    def poll_now(self, timeout: float) -> bool:
+        """Poll at once and wait (up to *timeout* seconds) until a poll that started after
+        this call has finished; ``False`` on timeout. Without a polling thread the poll
+        runs here."""
+        if not self.running or self.poll_seconds <= 0:
+            self.poll()
+            return True
+        with self._polls:
+            wanted = self._polls_started + 1
+        self._wake.set()
+        with self._polls:
+            return self._polls.wait_for(lambda: self._polls_done >= wanted, timeout)
+
+    def served(self, specs: tuple[ModelSpec, ...]) -> tuple[ModelSpec, ...]:
+        """*specs* without the models unloaded through the repository extension."""
+        unloaded = self.unloaded.read() if self.unloaded is not None else frozenset()
+        return tuple(spec for spec in specs if spec.name not in unloaded)
 
     def poll(self) -> None:
         """Read the configuration and sync the repository once; never raises."""
+        with self._polls:
+            self._polls_started += 1
+            number = self._polls_started
+        try:
+            self._sync()
+        finally:
+            with self._polls:
+                self._polls_done = max(self._polls_done, number)
+                self._polls.notify_all()
+
+    def _sync(self) -> None:
         try:
             self.specs = self.read_specs()
-            self.repository.sync(self.specs)
+            self.repository.sync(self.served(self.specs))
         except Exception as exc:
             self._report(exc)
         else:

@@ -4,7 +4,8 @@
 Every rpc needs one of ``PREDICT_AUTH_TOKENS`` (or an admin token) when tokens are
 configured, sent as ``authorization: Bearer <token>`` or ``x-api-key: <token>``; the health
 service stays open for probes, as ``/v2/health/*`` does. The state-changing rpcs (grps's
-``Online`` and ``Offline``) need an admin token, or a loopback peer while
+``Online`` and ``Offline``, V2's ``RepositoryModelLoad`` and ``RepositoryModelUnload``) need
+an admin token, or a loopback peer while
 ``PREDICT_ADMIN_LOOPBACK`` is on (the default).
 """
 
@@ -21,7 +22,9 @@ from ..tokens import presented_token, token_matches
 OPEN_PREFIXES = ("/grpc.health.v1.Health/",)
 """Probes answer without a token."""
 ADMIN_METHODS = frozenset({"/grps.protos.v1.GrpsService/Online",
-                           "/grps.protos.v1.GrpsService/Offline"})
+                           "/grps.protos.v1.GrpsService/Offline",
+                           "/inference.GRPCInferenceService/RepositoryModelLoad",
+                           "/inference.GRPCInferenceService/RepositoryModelUnload"})
 """rpcs that change server-wide state."""
 
 

@@ -5,20 +5,36 @@ message and returning the answer (or yielding answers, for a server-streaming rp
 handlers built here deserialize with the classes of :mod:`.messages`, turn any
 :class:`~flask_predict.errors.PredictError` into its status code and message, and turn
 anything else into ``INTERNAL`` with a generic message (the cause is logged, never sent).
+Unary inference calls are counted in the app's metrics as the HTTP routes are (protocol
+``<name>_grpc``); who may call is checked before, by :mod:`.auth`'s interceptor.
 """
 
 from __future__ import annotations
 
 import logging
 import os
-from typing import Any, Callable, Iterator
+from time import perf_counter
+from typing import TYPE_CHECKING, Any, Callable, Iterator
 
 import grpc
 
 from ..errors import Code, PredictError
+from ..record import RequestRecord, current_request
 from .messages import POOL, message_class
 
+if TYPE_CHECKING:
+    from ..metrics import Metrics
+
 logger = logging.getLogger("flask_predict.grpc")
+
+INFERENCE_VERBS = {
+    "inference.GRPCInferenceService": {"ModelInfer": "predict"},
+    "tensorflow.serving.PredictionService": {"Predict": "predict", "Classify": "classify",
+                                             "Regress": "regress", "MultiInference": "predict"},
+}
+"""The unary rpcs that run a model, with the metrics ``verb`` they count as. grps's servicer
+counts its own ``Predict`` (protocol ``grps_grpc``): it answers failures inside an OK
+message, which only it knows."""
 
 GRPC_STATUS: dict[Code, grpc.StatusCode] = {
     Code.INVALID_ARGUMENT: grpc.StatusCode.INVALID_ARGUMENT,
@@ -56,47 +72,74 @@ def _abort(context: grpc.ServicerContext, exc: Exception, method: str) -> None:
     context.abort(GRPC_STATUS[error.code], error.message)
 
 
-def _unary(call: Callable[[Any], Any], method: str, worker: tuple[tuple[str, str]]
-           ) -> Callable[[Any, grpc.ServicerContext], Any]:
-    def handle(request: Any, context: grpc.ServicerContext) -> Any:
-        context.set_trailing_metadata(worker)
-        try:
-            return call(request)
-        except Exception as exc:
-            _abort(context, exc, method)
+class _Calls:
+    """What every handler of one service shares."""
 
-    return handle
+    def __init__(self, service: str, metrics: Metrics | None, protocol: str) -> None:
+        self.service = service
+        self.metrics = metrics
+        self.protocol = f"{protocol}_grpc"
+        self.worker = ((WORKER_KEY, str(os.getpid())),)
+
+    def unary(self, call: Callable[[Any], Any], name: str
+              ) -> Callable[[Any, grpc.ServicerContext], Any]:
+        method = f"/{self.service}/{name}"
+        verbs = INFERENCE_VERBS.get(self.service, {}) if self.metrics is not None else {}
+        verb = verbs.get(name)
+
+        def handle(request: Any, context: grpc.ServicerContext) -> Any:
+            context.set_trailing_metadata(self.worker)
+            record = None
+            if verb is not None:
+                record = RequestRecord(self.protocol, verb, "-", False, request.ByteSize())
+                current_request.set(record)
+                self.metrics.started()  # type: ignore[union-attr]
+            status = 200
+            try:
+                return call(request)
+            except Exception as exc:
+                error = as_error(exc, method)
+                status = error.http_status
+                context.abort(GRPC_STATUS[error.code], error.message)
+            finally:
+                if record is not None:
+                    current_request.set(None)
+                    self.metrics.finished(  # type: ignore[union-attr]
+                        record, status, None, perf_counter())
+
+        return handle
+
+    def streaming(self, call: Callable[[Any], Iterator[Any]], name: str
+                  ) -> Callable[[Any, grpc.ServicerContext], Iterator[Any]]:
+        method = f"/{self.service}/{name}"
+
+        def handle(request: Any, context: grpc.ServicerContext) -> Iterator[Any]:
+            context.set_trailing_metadata(self.worker)
+            try:
+                yield from call(request)
+            except Exception as exc:
+                _abort(context, exc, method)
+
+        return handle
 
 
-def _streaming(call: Callable[[Any], Iterator[Any]], method: str,
-               worker: tuple[tuple[str, str]]
-               ) -> Callable[[Any, grpc.ServicerContext], Iterator[Any]]:
-    def handle(request: Any, context: grpc.ServicerContext) -> Iterator[Any]:
-        context.set_trailing_metadata(worker)
-        try:
-            yield from call(request)
-        except Exception as exc:
-            _abort(context, exc, method)
-
-    return handle
-
-
-def service_handler(service: str, servicer: object) -> grpc.GenericRpcHandler:
-    """The handler of every rpc of *service* (its full name), bound to *servicer*."""
+def service_handler(service: str, servicer: object, metrics: Metrics | None = None,
+                    protocol: str = "") -> grpc.GenericRpcHandler:
+    """The handler of every rpc of *service* (its full name), bound to *servicer*;
+    *metrics* counts the inference calls of *protocol*."""
     descriptor = POOL.FindServiceByName(service)
-    worker = ((WORKER_KEY, str(os.getpid())),)
+    calls = _Calls(service, metrics, protocol)
     handlers: dict[str, grpc.RpcMethodHandler] = {}
     for method in descriptor.methods:
         call = getattr(servicer, method.name)
-        full = f"/{service}/{method.name}"
         decode = message_class(method.input_type.full_name).FromString
         encode = message_class(method.output_type.full_name).SerializeToString
         if method.server_streaming:
             handlers[method.name] = grpc.unary_stream_rpc_method_handler(
-                _streaming(call, full, worker), request_deserializer=decode,
+                calls.streaming(call, method.name), request_deserializer=decode,
                 response_serializer=encode)
         else:
             handlers[method.name] = grpc.unary_unary_rpc_method_handler(
-                _unary(call, full, worker), request_deserializer=decode,
+                calls.unary(call, method.name), request_deserializer=decode,
                 response_serializer=encode)
     return grpc.method_handlers_generic_handler(service, handlers)

@@ -8,6 +8,10 @@ The request is checked and decoded by the same code as ``POST /v2/models/<m>/inf
 ``raw_output_contents`` when the request sent raw contents (as tritonclient always does) or
 an output has no typed field (FP16, BF16). Errors are ``google.rpc`` status codes as Triton
 and KServe map them: ``INVALID_ARGUMENT``, ``NOT_FOUND``, ``UNAVAILABLE``, ``INTERNAL``.
+
+Triton's repository and statistics extensions (``RepositoryIndex``, ``RepositoryModelLoad``,
+``RepositoryModelUnload``, ``ModelStatistics``) answer from the same functions as their
+REST routes; load and unload are guarded as admin calls (:mod:`.access`).
 """
 
 from __future__ import annotations
@@ -17,7 +21,8 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 from google.protobuf import json_format
 
-from ..protocols.kserve_v2 import wire
+from ..errors import InvalidInput
+from ..protocols.kserve_v2 import repository_ext, statistics, wire
 from ..protocols.kserve_v2.classification import classify
 from . import tensors
 from .messages import v2
@@ -30,6 +35,7 @@ class InferenceServicer:
     """Health, metadata and ``ModelInfer`` over this worker's models."""
 
     def __init__(self, state: PredictState) -> None:
+        self.state = state
         self.service = state.service
         self.server_name = state.settings.server_name
 
@@ -44,7 +50,8 @@ class InferenceServicer:
         return v2.ModelReadyResponse(ready=wire.version_ready(served, request.version))
 
     def ServerMetadata(self, request: Any) -> Any:
-        body = wire.server_metadata(self.server_name, wire.server_version(), wire.EXTENSIONS)
+        body = wire.server_metadata(self.server_name, wire.server_version(),
+                                    repository_ext.extensions(self.state))
         return json_format.ParseDict(body, v2.ServerMetadataResponse())
 
     def ModelMetadata(self, request: Any) -> Any:
@@ -77,3 +84,34 @@ class InferenceServicer:
         if raw is not None:
             response.raw_output_contents.extend(raw)
         return response
+
+    # --- extensions --------------------------------------------------------------------------
+
+    def ModelStatistics(self, request: Any) -> Any:
+        body = statistics.statistics(self.service, self.state.metrics,
+                                     request.name or None, request.version or None)
+        return json_format.ParseDict(body, v2.ModelStatisticsResponse())
+
+    def RepositoryIndex(self, request: Any) -> Any:
+        _one_repository(request)
+        models = repository_ext.index(self.state, request.ready)
+        return json_format.ParseDict({"models": models}, v2.RepositoryIndexResponse())
+
+    def RepositoryModelLoad(self, request: Any) -> Any:
+        _one_repository(request)
+        repository_ext.check_parameters(request.parameters)
+        repository_ext.load(self.state, request.model_name)
+        return v2.RepositoryModelLoadResponse()
+
+    def RepositoryModelUnload(self, request: Any) -> Any:
+        _one_repository(request)
+        repository_ext.check_parameters(request.parameters)
+        repository_ext.unload(self.state, request.model_name)
+        return v2.RepositoryModelUnloadResponse()
+
+
+def _one_repository(request: Any) -> None:
+    """This server has one model repository, which has no name."""
+    if request.repository_name:
+        raise InvalidInput(f"unknown repository {request.repository_name!r}: this server "
+                           "has one model repository; leave repository_name empty")

@@ -87,7 +87,8 @@ class GrpcServer:
         names = []
         for protocol in settings.protocols:
             for name, servicer in SERVICES.get(protocol, {}).items():
-                self.server.add_generic_rpc_handlers((service_handler(name, servicer(state)),))
+                self.server.add_generic_rpc_handlers((service_handler(
+                    name, servicer(state), state.metrics, protocol),))
                 names.append(name)
         health_pb2_grpc.add_HealthServicer_to_server(Health(state, names), self.server)
         for module in (health_pb2, reflection_pb2):

@@ -1,5 +1,6 @@
 """The Open Inference Protocol V2 (KServe, Triton, MLServer): health, metadata, readiness
-and inference, with the binary tensor data and classification extensions."""
+and inference, with the binary tensor data, classification, model repository and statistics
+extensions."""
 
 from __future__ import annotations
 
@@ -101,13 +102,46 @@ INFER_RESPONSE: Schema = {
 
 PROBE = {"200": response("True."), "400": response("False.")}
 
+INDEX_ENTRY: Schema = {
+    "type": "object",
+    "required": ["name", "state", "reason"],
+    "properties": {
+        "name": {"type": "string"},
+        "version": {"type": "string", "description": "Absent when no version is known."},
+        "state": {"type": "string", "enum": ["READY", "LOADING", "UNLOADING", "UNAVAILABLE"]},
+        "reason": {"type": "string"},
+    },
+}
+
+DURATION: Schema = {"type": "object", "required": ["count", "ns"],
+                    "properties": {"count": {"type": "integer"}, "ns": {"type": "integer"}}}
+
+MODEL_STATS: Schema = {
+    "type": "object",
+    "required": ["name", "version", "last_inference", "inference_count", "execution_count",
+                 "inference_stats"],
+    "properties": {
+        "name": {"type": "string"}, "version": {"type": "string"},
+        "last_inference": {"type": "integer", "description": "ms since the epoch; 0: none."},
+        "inference_count": {"type": "integer"}, "execution_count": {"type": "integer"},
+        "inference_stats": {"type": "object", "properties": {
+            name: ref("V2StatDuration") for name in (
+                "success", "fail", "queue", "compute_input", "compute_infer",
+                "compute_output")}},
+        "batch_stats": {"type": "array", "items": ANY},
+        "memory_usage": {"type": "array", "items": ANY},
+    },
+}
+
 
 def components() -> Schema:
     return {
         "schemas": {"V2ServerMetadata": SERVER_METADATA, "V2MetadataTensor": METADATA_TENSOR,
                     "V2ModelMetadata": MODEL_METADATA, "V2RequestInput": REQUEST_INPUT,
                     "V2RequestOutput": REQUEST_OUTPUT, "V2InferRequest": INFER_REQUEST,
-                    "V2ResponseOutput": RESPONSE_OUTPUT, "V2InferResponse": INFER_RESPONSE},
+                    "V2ResponseOutput": RESPONSE_OUTPUT, "V2InferResponse": INFER_RESPONSE,
+                    "V2IndexEntry": INDEX_ENTRY, "V2StatDuration": DURATION,
+                    "V2ModelStats": MODEL_STATS},
         "parameters": {"v2Version": path_param("version", "A version number.", example="1")},
     }
 
@@ -152,6 +186,44 @@ def paths(settings: Settings) -> dict[str, Schema]:
         items[f"{base}/infer"] = {"post": operation(
             f"v2Infer{suffix}", TAG, "Inference", inferred,
             parameters, infer_body)}
+    items.update(extension_paths())
+    return items
+
+
+def extension_paths() -> dict[str, Schema]:
+    """Triton's model repository and statistics extensions."""
+    items: dict[str, Schema] = {}
+    stats = {"200": response("Counts and cumulative times, summed over the workers.",
+                             {"type": "object", "required": ["model_stats"], "properties": {
+                                 "model_stats": {"type": "array",
+                                                 "items": ref("V2ModelStats")}}}),
+             **errors("Error", 404), "501": response("PREDICT_METRICS is off.", ref("Error"))}
+    for path, suffix, parameters in (
+            ("/v2/models/stats", "", []),
+            ("/v2/models/{model}/stats", "Model", [param("model")]),
+            ("/v2/models/{model}/versions/{version}/stats", "Version",
+             [param("model"), param("v2Version")])):
+        items[path] = {"get": operation(f"v2Statistics{suffix}", TAG, "Statistics", stats,
+                                        parameters)}
+    items["/v2/repository/index"] = {"post": operation(
+        "v2RepositoryIndex", TAG, "The configured models and their states",
+        {"200": response("One entry per version.", {"type": "array",
+                                                    "items": ref("V2IndexEntry")}),
+         **errors("Error", 400)}, body={"required": False, "content": {JSON: {
+             "schema": {"type": "object", "properties": {"ready": {"type": "boolean"}}},
+             "example": {"ready": True}}}})}
+    changed = {"200": response("Done in the worker that answered; the others follow "
+                               "within PREDICT_POLL_SECONDS."),
+               **errors("Error", 400, 404, 503),
+               "401": response("Admin tokens are configured and none came.", ref("Error")),
+               "403": response("Not a loopback client, no admin token configured.",
+                               ref("Error"))}
+    for action in ("load", "unload"):
+        items[f"/v2/repository/models/{{model}}/{action}"] = {"post": operation(
+            f"v2Repository{action.title()}", TAG, f"{action.title()} a configured model "
+            "(an admin route)", changed, [param("model")],
+            {"required": False, "content": {JSON: {"schema": {
+                "type": "object", "properties": {"parameters": PARAMETERS}}}}})}
     return items
 
 

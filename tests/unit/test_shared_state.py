@@ -58,3 +58,27 @@ def test_server_exports_one_state_dir(monkeypatch: pytest.MonkeyPatch, tmp_path:
     created = server.share_state_dir()
     assert os.environ[server.STATE_DIR_VARIABLE] == created and Path(created).is_dir()
     assert server.share_state_dir() == created
+
+
+def _add_names(path: str, prefix: str) -> None:
+    names = StateDir(path).names("models")
+    for i in range(20):
+        names.add(f"{prefix}{i}")
+
+
+def test_name_sets_lose_no_change_made_at_once_by_several_processes(tmp_path: Path) -> None:
+    names = StateDir(tmp_path).names("models")
+    assert names.read() == frozenset()
+    context = multiprocessing.get_context("fork")
+    workers = [context.Process(target=_add_names, args=(str(tmp_path), p)) for p in "abc"]
+    for worker in workers:
+        worker.start()
+    for worker in workers:
+        worker.join(60)
+        assert worker.exitcode == 0
+    assert names.read() == {f"{p}{i}" for p in "abc" for i in range(20)}
+    names.discard("a0")
+    names.discard("never")
+    assert "a0" not in StateDir(tmp_path).names("models").read()
+    (tmp_path / "models.json").write_text("{broken")
+    assert names.read() == frozenset()  # unreadable: nothing unloaded, not a failure

@@ -154,3 +154,32 @@ def test_predict_models_without_file_still_picks_up_versions(tmp_path: Path) -> 
         assert response.get_json()["predictions"][0]["scaled"] == 6
     finally:
         close_app(app)
+
+
+def test_poll_now_wakes_the_thread_and_unloaded_names_are_left_out(tmp_path: Path) -> None:
+    """A poll asked for is done at once (the interval here is an hour), and its models
+    leave out the names of the shared "unloaded" set."""
+    from flask_predict.shared_state import StateDir
+
+    config = {"a": echo(models.make_custom(tmp_path / "a")),
+              "b": echo(models.make_custom(tmp_path / "b"))}
+    specs = load_models(config, None)
+    repository = ModelRepository.load(specs, FlaskPredict().predictor_class)
+    unloaded = StateDir(tmp_path / "state").names("unloaded")
+    watcher = Watcher(repository, config, None, 3600, specs, unloaded=unloaded)
+    watcher.start()
+    try:
+        unloaded.add("a")
+        assert watcher.poll_now(30)
+        assert repository.names() == ["b"] and repository.ready
+        unloaded.discard("a")
+        assert watcher.poll_now(30)
+        assert repository.names() == ["a", "b"]
+        assert [spec.name for spec in watcher.specs] == ["a", "b"]  # the configuration
+    finally:
+        watcher.stop()
+        repository.close()
+    assert not watcher.running
+    unloaded.add("b")
+    assert watcher.poll_now(30)  # no thread: polls in the caller
+    assert repository.names() == ["a"]

@@ -4,6 +4,10 @@ Every error answers ``{"error": "<message>"}``: 400 for a bad request, 404 for a
 model or version, 413 for a body over the limit, 503 for a model with no version loaded,
 500 when the model itself fails. Health and readiness answer 200 or 400 with an empty body,
 as the spec says ("a 4xx status code indicates false").
+
+The repository extension (``/v2/repository/...``, load and unload guarded as admin routes)
+and the statistics extension (``/v2/models/.../stats``) answer from
+:mod:`.repository_ext` and :mod:`.statistics`, as the gRPC servicer does.
 """
 
 from __future__ import annotations
@@ -12,11 +16,12 @@ from flask import Blueprint, Response, request
 from flask.typing import ResponseReturnValue
 
 from ... import codecs
-from ...errors import ModelNotFound
+from ...auth import admin_only
+from ...errors import InvalidInput, ModelNotFound
 from ...record import current_request
 from ...state import get_state
 from .._http import error_handler, json_error, parse_json, read_body
-from . import binary, wire
+from . import binary, repository_ext, statistics, wire
 
 bp = Blueprint("predict_kserve_v2", __name__)
 
@@ -34,8 +39,9 @@ def _probe(ok: bool) -> Response:
 @bp.get("/v2")
 @bp.get("/v2/")
 def server_metadata() -> ResponseReturnValue:
-    name = get_state().settings.server_name
-    return _json(wire.server_metadata(name, wire.server_version(), wire.EXTENSIONS))
+    state = get_state()
+    return _json(wire.server_metadata(state.settings.server_name, wire.server_version(),
+                                      repository_ext.extensions(state)))
 
 
 @bp.get("/v2/health/live")
@@ -82,6 +88,49 @@ def infer(model: str, version: str | None = None) -> ResponseReturnValue:
     answer = Response(b"".join([text, *chunks]), mimetype="application/octet-stream")
     answer.headers[binary.HEADER_LENGTH] = str(len(text))
     return answer
+
+
+@bp.get("/v2/models/stats")
+@bp.get("/v2/models/<model>/stats")
+@bp.get("/v2/models/<model>/versions/<version>/stats")
+def model_statistics(model: str | None = None, version: str | None = None
+                     ) -> ResponseReturnValue:
+    state = get_state()
+    return _json(statistics.statistics(state.service, state.metrics, model, version))
+
+
+@bp.post("/v2/repository/index")
+def repository_index() -> ResponseReturnValue:
+    ready = repository_ext.read_index_request(_optional_json())
+    return _json(repository_ext.index(get_state(), ready))
+
+
+@bp.post("/v2/repository/models/<model>/load", defaults={"action": "load"})
+@bp.post("/v2/repository/models/<model>/unload", defaults={"action": "unload"})
+@admin_only
+def repository_control(model: str, action: str) -> ResponseReturnValue:
+    repository_ext.check_parameters(_parameters())
+    change = repository_ext.load if action == "load" else repository_ext.unload
+    change(get_state(), model)
+    return Response(status=200)
+
+
+def _optional_json() -> object:
+    """The request's JSON body, ``None`` when it is empty."""
+    body = read_body()
+    return parse_json(body) if body.strip() else None
+
+
+def _parameters() -> dict[str, object]:
+    """The ``parameters`` of a load or unload body (optional, as the body is)."""
+    body = _optional_json()
+    if body is None:
+        return {}
+    parameters = body.get("parameters", {}) if isinstance(body, dict) else None
+    if not isinstance(parameters, dict):
+        raise InvalidInput("the body must be a JSON object with an optional "
+                           "\"parameters\" object")
+    return parameters
 
 
 @bp.route("/v2", endpoint="unknown_root", methods=ALL_METHODS)

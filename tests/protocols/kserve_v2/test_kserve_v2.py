@@ -359,7 +359,9 @@ def test_server_metadata_without_redirect(client: FlaskClient, path: str) -> Non
     got = client.get(path)
     assert got.status_code == 200
     assert got.get_json() == {"name": "flask-predict", "version": package_version("flask-predict"),
-                              "extensions": ["binary_tensor_data", "classification"]}
+                              # this app does not poll: no model_repository extension
+                              "extensions": ["binary_tensor_data", "classification",
+                                             "statistics"]}
 
 
 def test_server_name_setting(make_app: Any, model_config: dict[str, Any]) -> None:
