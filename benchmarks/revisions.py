@@ -37,11 +37,23 @@ import numpy as np
 from flask import Flask
 sys.path.insert(0, sys.argv[1])
 from flask_predict import FlaskPredict
+from flask_predict_sklearn import SklearnPredictor
+from flask_predict_xgboost import XGBoostPredictor
 models, seconds, routes = sys.argv[2], float(sys.argv[3]), json.loads(sys.argv[4])
 app = Flask("bench")
-app.config.update(PREDICT_MODELS={m: {"base_path": f"{models}/{m}"} for m in ("lr", "xgb")},
-                  PREDICT_POLL_SECONDS=0)
-FlaskPredict(app)
+plugins = {"lr": "sklearn", "xgb": "xgboost"}
+app.config.update(PREDICT_MODELS={m: {"base_path": f"{models}/{m}", "predictor": p}
+                                  for m, p in plugins.items()}, PREDICT_POLL_SECONDS=0)
+if len(sys.argv) > 5 and sys.argv[5] == "bare":  # the core alone: no metrics, no access log
+    from flask_predict.config import DEFAULTS
+    for key, off in (("PREDICT_METRICS", False), ("PREDICT_ACCESS_LOG", None)):
+        if key in DEFAULTS:
+            app.config[key] = off
+# registered by hand: each tree's own plugin classes, whatever the installed entry points say
+predict = FlaskPredict()
+predict.register_predictor("sklearn", SklearnPredictor)
+predict.register_predictor("xgboost", XGBoostPredictor)
+predict.init_app(app)
 client = app.test_client()
 rng = np.random.default_rng(0)
 out = {}
@@ -81,6 +93,8 @@ def main() -> None:
     parser.add_argument("trees", nargs="+", help="source trees; the first is the baseline")
     parser.add_argument("--rounds", type=int, default=5)
     parser.add_argument("--seconds", type=float, default=2.0)
+    parser.add_argument("--bare", action="store_true",
+                        help="metrics and access log off in trees that have them")
     args = parser.parse_args()
     import numpy as np
 
@@ -100,7 +114,8 @@ def main() -> None:
                 env = {**os.environ, "PYTHONPATH": plugins, "OMP_NUM_THREADS": "1",
                        "OPENBLAS_NUM_THREADS": "1", "MKL_NUM_THREADS": "1"}
                 done = subprocess.run([sys.executable, "-c", CHILD, root, models,
-                                       str(args.seconds), routes], env=env, check=True,
+                                       str(args.seconds), routes,
+                                       "bare" if args.bare else "full"], env=env, check=True,
                                       capture_output=True, text=True)
                 results[tree].append(json.loads(done.stdout.strip().splitlines()[-1]))
     base = args.trees[0]
