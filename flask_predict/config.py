@@ -11,13 +11,13 @@ from __future__ import annotations
 import json
 import os
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Any, Mapping
 
 from .access_log import access_log_format
 from .errors import ConfigError
+from .model_config import load_models, number_value, timeout_value
 from .tokens import read_tokens
-from .types import Limits, ModelSpec, VersionPolicy
+from .types import Limits, ModelSpec
 from .vertex_storage import VARIABLE as STORAGE_VARIABLE
 from .vertex_storage import storage_base_path
 
@@ -80,9 +80,6 @@ STANDALONE_DEFAULTS: dict[str, Any] = {
 """Defaults of the standalone server (``flask_predict.wsgi``), over :data:`DEFAULTS`: what
 an app that embeds the extension opts into (background loading, the API document,
 ``/metrics`` and the status page)."""
-
-MODEL_KEYS = frozenset({"base_path", "predictor", "version_policy", "version_labels", "versions",
-               "default_version", "model_platform", "options", "timeout_seconds"})
 
 
 MAX_JSON_DEPTH_CEILING = 512
@@ -181,12 +178,12 @@ def read_settings(config: Mapping[str, Any]) -> Settings:
     prefix = str(values["PREDICT_URL_PREFIX"] or "").rstrip("/")
     if prefix and not prefix.startswith("/"):
         raise ConfigError(f"PREDICT_URL_PREFIX must start with '/', got {prefix!r}")
-    workers = _number(values, "PREDICT_WORKERS", int, minimum=1)
+    workers = number_value(values, "PREDICT_WORKERS", int, minimum=1)
     threads = values["PREDICT_THREADS"]
     if threads is None:
         threads = max(1, (os.cpu_count() or 1) // workers)
     else:
-        threads = _number(values, "PREDICT_THREADS", int, minimum=1)
+        threads = number_value(values, "PREDICT_THREADS", int, minimum=1)
     gpus = values["PREDICT_GPUS"]
     if gpus is not None:
         if isinstance(gpus, str):
@@ -202,23 +199,23 @@ def read_settings(config: Mapping[str, Any]) -> Settings:
         models=models,
         protocols=tuple(protocols),
         url_prefix=prefix,
-        max_request_bytes=_number(values, "PREDICT_MAX_REQUEST_BYTES", int, minimum=1),
+        max_request_bytes=number_value(values, "PREDICT_MAX_REQUEST_BYTES", int, minimum=1),
         limits=Limits(
-            max_inflate_ratio=_number(values, "PREDICT_MAX_INFLATE_RATIO", int, minimum=1),
-            max_json_depth=_number(values, "PREDICT_MAX_JSON_DEPTH", int, minimum=2,
+            max_inflate_ratio=number_value(values, "PREDICT_MAX_INFLATE_RATIO", int, minimum=1),
+            max_json_depth=number_value(values, "PREDICT_MAX_JSON_DEPTH", int, minimum=2,
                                    maximum=MAX_JSON_DEPTH_CEILING),
-            max_instances=_number(values, "PREDICT_MAX_INSTANCES", int, minimum=1),
-            max_tensor_elements=_number(values, "PREDICT_MAX_TENSOR_ELEMENTS", int, minimum=1),
+            max_instances=number_value(values, "PREDICT_MAX_INSTANCES", int, minimum=1),
+            max_tensor_elements=number_value(values, "PREDICT_MAX_TENSOR_ELEMENTS", int, minimum=1),
         ),
         threads=threads,
-        poll_seconds=_number(values, "PREDICT_POLL_SECONDS", float, minimum=0),
-        timeout_seconds=_timeout(values["PREDICT_TIMEOUT_SECONDS"], "PREDICT_TIMEOUT_SECONDS"),
+        poll_seconds=number_value(values, "PREDICT_POLL_SECONDS", float, minimum=0),
+        timeout_seconds=timeout_value(values["PREDICT_TIMEOUT_SECONDS"], "PREDICT_TIMEOUT_SECONDS"),
         model_config_file=str(config_file) if config_file else None,
         state_dir=str(values["PREDICT_STATE_DIR"]) if values["PREDICT_STATE_DIR"] else None,
         server_name=str(values["PREDICT_SERVER_NAME"]),
         gpus=gpus,
         worker_index=(None if values["PREDICT_WORKER_INDEX"] is None else
-                      _number(values, "PREDICT_WORKER_INDEX", int, minimum=0)),
+                      number_value(values, "PREDICT_WORKER_INDEX", int, minimum=0)),
         vertex_predict_route=_route(values, "PREDICT_VERTEX_PREDICT_ROUTE"),
         vertex_health_route=_route(values, "PREDICT_VERTEX_HEALTH_ROUTE"),
         vertex_model=values["PREDICT_VERTEX_MODEL"] or None,
@@ -230,16 +227,16 @@ def read_settings(config: Mapping[str, Any]) -> Settings:
         tfserving_numbers=_choice(values, "PREDICT_TFSERVING_NUMBERS", ("tfserving", "shortest")),
         manage_process=_bool(values, "PREDICT_MANAGE_PROCESS"),
         load_in_background=_bool(values, "PREDICT_LOAD_IN_BACKGROUND"),
-        load_wait_seconds=_number(values, "PREDICT_LOAD_WAIT_SECONDS", float, minimum=0),
+        load_wait_seconds=number_value(values, "PREDICT_LOAD_WAIT_SECONDS", float, minimum=0),
         grpc_port=(None if values["PREDICT_GRPC_PORT"] in (None, "") else
-                   _number(values, "PREDICT_GRPC_PORT", int, minimum=0, maximum=65535)),
+                   number_value(values, "PREDICT_GRPC_PORT", int, minimum=0, maximum=65535)),
         grpc_host=str(values["PREDICT_GRPC_HOST"]),
         grpc_max_message_bytes=(
-            _number(values, "PREDICT_MAX_REQUEST_BYTES", int, minimum=1)
+            number_value(values, "PREDICT_MAX_REQUEST_BYTES", int, minimum=1)
             if values["PREDICT_GRPC_MAX_MESSAGE_BYTES"] is None else
-            _number(values, "PREDICT_GRPC_MAX_MESSAGE_BYTES", int, minimum=1)),
-        grpc_threads=_number(values, "PREDICT_GRPC_THREADS", int, minimum=1),
-        grpc_grace_seconds=_number(values, "PREDICT_GRPC_GRACE_SECONDS", float, minimum=0),
+            number_value(values, "PREDICT_GRPC_MAX_MESSAGE_BYTES", int, minimum=1)),
+        grpc_threads=number_value(values, "PREDICT_GRPC_THREADS", int, minimum=1),
+        grpc_grace_seconds=number_value(values, "PREDICT_GRPC_GRACE_SECONDS", float, minimum=0),
         metrics=_bool(values, "PREDICT_METRICS"),
         metrics_path=_route(values, "PREDICT_METRICS_PATH"),
         access_log=access_log_format(values["PREDICT_ACCESS_LOG"]),
@@ -290,136 +287,6 @@ def parse_vertex_endpoints(value: Any, models: tuple[ModelSpec, ...]
     return endpoints
 
 
-def load_models(models: Any, config_file: str | os.PathLike[str] | None) -> tuple[ModelSpec, ...]:
-    """The model specs from ``PREDICT_MODELS`` and the config file, names unique."""
-    specs: list[ModelSpec] = []
-    if models is not None:
-        specs.extend(parse_models(models, base_dir=None, origin="PREDICT_MODELS"))
-    if config_file:
-        specs.extend(read_model_config_file(config_file))
-    seen: set[str] = set()
-    for spec in specs:
-        if spec.name in seen:
-            raise ConfigError(f"model {spec.name!r} is configured twice")
-        seen.add(spec.name)
-    return tuple(specs)
-
-
-def read_model_config_file(path: str | os.PathLike[str]) -> list[ModelSpec]:
-    """Read a model config file: our JSON format, or TF Serving's text-format
-    ``model_config_list`` (see :mod:`flask_predict.tfserving_config`)."""
-    file = Path(path)
-    try:
-        text = file.read_text(encoding="utf-8")
-    except OSError as exc:
-        raise ConfigError(f"cannot read model config file {str(file)!r}: {exc.strerror}")
-    origin = f"model config file {str(file)!r}"
-    if text.lstrip().startswith(("{", "[")):
-        try:
-            models = json.loads(text)
-        except ValueError as exc:
-            raise ConfigError(f"{origin} is not valid JSON: {exc}")
-    else:
-        from .tfserving_config import parse_model_config_list
-
-        try:
-            models = parse_model_config_list(text)
-        except ConfigError as exc:
-            raise ConfigError(f"{origin}: {exc.message}") from exc
-    if isinstance(models, Mapping) and "models" in models:
-        models = models["models"]
-    return parse_models(models, base_dir=file.parent, origin=origin)
-
-
-def parse_models(models: Any, base_dir: Path | None, origin: str) -> list[ModelSpec]:
-    """Turn ``{name: {...}}`` or ``[{"name": ..., ...}]`` into :class:`ModelSpec` objects."""
-    if isinstance(models, str):
-        try:
-            models = json.loads(models)
-        except ValueError as exc:
-            raise ConfigError(f"{origin} is not valid JSON: {exc}")
-    if isinstance(models, Mapping):
-        entries = [(name, entry) for name, entry in models.items()]
-    elif isinstance(models, list):
-        entries = []
-        for entry in models:
-            if not isinstance(entry, Mapping) or not isinstance(entry.get("name"), str):
-                raise ConfigError(f"{origin}: each model in the list needs a 'name'")
-            entries.append((entry["name"], {k: v for k, v in entry.items() if k != "name"}))
-    else:
-        raise ConfigError(f"{origin} must map model names to settings")
-    return [_model_spec(str(name), entry, base_dir, origin) for name, entry in entries]
-
-
-def _model_spec(name: str, entry: Any, base_dir: Path | None, origin: str) -> ModelSpec:
-    where = f"{origin}, model {name!r}"
-    if not name or "/" in name or ":" in name:
-        raise ConfigError(f"{where}: a model name must be non-empty, without '/' or ':'")
-    if not isinstance(entry, Mapping):
-        raise ConfigError(f"{where}: settings must be an object")
-    if "base_path" not in entry:
-        raise ConfigError(f"{where}: 'base_path' is required")
-    base_path = Path(os.path.expanduser(str(entry["base_path"])))
-    if base_dir is not None and not base_path.is_absolute():
-        base_path = base_dir / base_path
-    if not base_path.is_dir():
-        raise ConfigError(f"{where}: base_path {str(base_path)!r} is not a directory")
-
-    options = dict(entry.get("options") or {})
-    options.update({k: v for k, v in entry.items() if k not in MODEL_KEYS})
-    predictor = entry.get("predictor")
-    if predictor is not None and not isinstance(predictor, str):
-        raise ConfigError(f"{where}: 'predictor' must be a plugin name")
-
-    labels = entry.get("version_labels", entry.get("versions", {})) or {}
-    if not isinstance(labels, Mapping):
-        raise ConfigError(f"{where}: 'version_labels' must map names to version numbers")
-    try:
-        labels = {str(label): int(version) for label, version in labels.items()}
-    except (TypeError, ValueError):
-        raise ConfigError(f"{where}: version labels must map to version numbers")
-    default = entry.get("default_version")
-    if default is not None:
-        default = str(default)
-        if default not in labels and not default.isdigit():
-            raise ConfigError(f"{where}: default_version {default!r} is neither a label "
-                              "nor a version number")
-    return ModelSpec(
-        name=name,
-        base_path=str(base_path.resolve()),
-        predictor=predictor,
-        options=options,
-        version_policy=parse_version_policy(entry.get("version_policy"), where),
-        labels=labels,
-        default_version=default,
-        timeout_seconds=_timeout(entry.get("timeout_seconds"), f"{where}: timeout_seconds"),
-    )
-
-
-def parse_version_policy(policy: Any, where: str) -> VersionPolicy:
-    """TF Serving's policy in its JSON form: ``{"latest": {"num_versions": 2}}``,
-    ``{"all": {}}`` or ``{"specific": {"versions": [1, 2]}}``."""
-    if policy is None:
-        return VersionPolicy()
-    if not isinstance(policy, Mapping) or len(policy) != 1:
-        raise ConfigError(f"{where}: version_policy must have one of 'latest', 'all', 'specific'")
-    kind, body = next(iter(policy.items()))
-    body = body or {}
-    try:
-        if kind == "latest":
-            return VersionPolicy("latest", num_versions=int(body.get("num_versions", 1)))
-        if kind == "all":
-            return VersionPolicy("all")
-        if kind == "specific":
-            versions = body.get("versions", [])
-            if not versions:
-                raise ConfigError(f"{where}: a 'specific' version_policy needs 'versions'")
-            return VersionPolicy("specific", versions=tuple(int(v) for v in versions))
-    except (TypeError, ValueError, AttributeError):
-        raise ConfigError(f"{where}: version_policy {policy!r} is malformed")
-    raise ConfigError(f"{where}: unknown version_policy {kind!r}")
-
-
 def config_from_environ(environ: Mapping[str, str]) -> dict[str, Any]:
     """Config keys from TF Serving's and Vertex AI's container environment.
 
@@ -464,14 +331,6 @@ def _route(values: Mapping[str, Any], key: str) -> str | None:
     return route
 
 
-def _timeout(value: Any, what: str) -> float | None:
-    """A time limit in seconds; ``None`` or 0 means none."""
-    if value is None:
-        return None
-    limit = _number({what: value}, what, float, minimum=0)
-    return float(limit) or None
-
-
 def _str_list(values: Mapping[str, Any], key: str) -> list[str]:
     value = values[key]
     if isinstance(value, str):
@@ -479,22 +338,6 @@ def _str_list(values: Mapping[str, Any], key: str) -> list[str]:
     if not isinstance(value, (list, tuple)) or not all(isinstance(v, str) for v in value):
         raise ConfigError(f"{key} must be a list of names, got {value!r}")
     return list(value)
-
-
-def _number(values: Mapping[str, Any], key: str, kind: type, minimum: float,
-            maximum: float | None = None) -> Any:
-    value = values[key]
-    try:
-        if isinstance(value, bool):
-            raise ValueError
-        number = kind(value)
-    except (TypeError, ValueError):
-        raise ConfigError(f"{key} must be a number, got {value!r}")
-    if number < minimum:
-        raise ConfigError(f"{key} must be at least {minimum}, got {value!r}")
-    if maximum is not None and number > maximum:
-        raise ConfigError(f"{key} must be at most {maximum}, got {value!r}")
-    return number
 
 
 def _choice(values: Mapping[str, Any], key: str, choices: tuple[str, ...]) -> str:

@@ -17,7 +17,8 @@ from flask import Config, Flask
 
 from . import access_log, runtime
 from .artifacts import version_folders, version_path
-from .config import (MODEL_KEYS, STANDALONE_DEFAULTS, Settings, config_from_environ,
+from .model_config import MODEL_KEYS
+from .config import (STANDALONE_DEFAULTS, Settings, config_from_environ,
                      read_settings)
 from .errors import ConfigError
 from .extension import close_app

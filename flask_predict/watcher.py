@@ -26,7 +26,7 @@ import threading
 import time
 from typing import Any, Callable
 
-from .config import load_models
+from .model_config import load_models
 from .errors import PredictError
 from .repository import ModelRepository
 from .shared_state import NameSet

@@ -13,7 +13,7 @@ import pytest
 from flask import Flask
 
 from flask_predict import FlaskPredict, close_app
-from flask_predict.config import load_models
+from flask_predict.model_config import load_models
 from flask_predict.repository import ModelRepository
 from flask_predict.watcher import Watcher
 from tests import models
