@@ -16,6 +16,7 @@ import difflib
 import inspect
 import logging
 from dataclasses import dataclass
+from importlib import import_module
 from importlib.metadata import entry_points
 from typing import Any, Callable, Mapping
 
@@ -147,3 +148,20 @@ def did_you_mean(word: str, choices: Any) -> str:
     """``; did you mean 'x'?`` for the closest of *choices*, or an empty string."""
     close = difflib.get_close_matches(word, sorted(choices), n=1, cutoff=0.6)
     return f"; did you mean {close[0]!r}?" if close else ""
+
+
+def lazy_attributes(package: str, module: str = "predictor") -> Callable[[str], Any]:
+    """A module ``__getattr__`` for a plugin package: names of ``<package>.<module>``,
+    imported on first use, so importing the package (for its manifest) loads no framework::
+
+        __getattr__ = lazy_attributes(__name__)
+    """
+    def attribute(name: str) -> Any:
+        if name.startswith("__"):
+            raise AttributeError(name)
+        try:
+            return getattr(import_module(f"{package}.{module}"), name)
+        except AttributeError:
+            raise AttributeError(f"module {package!r} has no attribute {name!r}") from None
+
+    return attribute

@@ -144,8 +144,9 @@ def test_process_setup_only_when_asked(model_config: dict[str, Any],
     assert calls == ["prepare", "settle"]
 
 
-def test_loading_in_the_background_answers_liveness_first(model_root: Path) -> None:
-    """The server's mode: routes answer at once, readiness once the models are in."""
+def slow_loading_app(root: Path, name: str, **settings: Any) -> tuple[Flask, Any]:
+    """An app loading one model in the background whose ``from_path`` waits for the
+    returned event (set it to let the load finish)."""
     import threading
 
     from flask_predict import Predictor
@@ -161,15 +162,21 @@ def test_loading_in_the_background_answers_liveness_first(model_root: Path) -> N
         def predict(self, instances: list[Any], **kwargs: Any) -> list[Any]:
             return instances
 
-    (model_root / "slow" / "1").mkdir(parents=True, exist_ok=True)
+    (root / "slow" / "1").mkdir(parents=True, exist_ok=True)
     predict = FlaskPredict()
     predict.register_predictor("slow", Slow)
-    app = Flask("background")
-    app.config.update(PREDICT_MODELS={"s": {"base_path": str(model_root / "slow"),
+    app = Flask(name)
+    app.config.update(PREDICT_MODELS={"s": {"base_path": str(root / "slow"),
                                             "predictor": "slow"}},
                       PREDICT_POLL_SECONDS=0, PREDICT_LOAD_IN_BACKGROUND=True,
-                      PREDICT_LOAD_WAIT_SECONDS=0)
+                      **{f"PREDICT_{k.upper()}": v for k, v in settings.items()})
     predict.init_app(app)
+    return app, release
+
+
+def test_loading_in_the_background_answers_liveness_first(model_root: Path) -> None:
+    """The server's mode: routes answer at once, readiness once the models are in."""
+    app, release = slow_loading_app(model_root, "background", load_wait_seconds=0)
     client = app.test_client()
     try:
         assert client.get("/v2/health/live").status_code == 200
@@ -196,28 +203,7 @@ def test_requests_during_the_first_load_wait_for_it(model_root: Path) -> None:
     arrives before its model is in waits for it instead of failing, probes do not wait."""
     import threading
 
-    from flask_predict import Predictor
-
-    release = threading.Event()
-
-    class Slow(Predictor):
-        @classmethod
-        def from_path(cls, model_dir: str, **options: Any) -> Slow:
-            assert release.wait(30)
-            return cls()
-
-        def predict(self, instances: list[Any], **kwargs: Any) -> list[Any]:
-            return instances
-
-    (model_root / "slow" / "1").mkdir(parents=True, exist_ok=True)
-    predict = FlaskPredict()
-    predict.register_predictor("slow", Slow)
-    app = Flask("waiting")
-    app.config.update(PREDICT_MODELS={"s": {"base_path": str(model_root / "slow"),
-                                            "predictor": "slow"}},
-                      PREDICT_POLL_SECONDS=0, PREDICT_LOAD_IN_BACKGROUND=True,
-                      PREDICT_LOAD_WAIT_SECONDS=30)
-    predict.init_app(app)
+    app, release = slow_loading_app(model_root, "waiting", load_wait_seconds=30)
     answers: list[Any] = []
     waiting = threading.Thread(target=lambda: answers.append(app.test_client().post(
         "/v1/projects/p/models/s:predict", json={"instances": [7]})))

@@ -7,8 +7,9 @@ XGBoost, and it loads only in the workers that serve such a model.
 
 from __future__ import annotations
 
-from importlib import import_module
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
+
+from flask_predict.plugins import lazy_attributes
 
 if TYPE_CHECKING:  # pragma: no cover - for type checkers only
     from .predictor import XGBoostPredictor
@@ -16,11 +17,4 @@ if TYPE_CHECKING:  # pragma: no cover - for type checkers only
 __all__ = ["XGBoostPredictor"]
 
 
-def __getattr__(name: str) -> Any:
-    """Names of :mod:`.predictor`, imported on first use."""
-    if name.startswith("__"):
-        raise AttributeError(name)
-    try:
-        return getattr(import_module(f"{__name__}.predictor"), name)
-    except AttributeError:
-        raise AttributeError(f"module {__name__!r} has no attribute {name!r}") from None
+__getattr__ = lazy_attributes(__name__)
