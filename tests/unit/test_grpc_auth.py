@@ -36,8 +36,10 @@ def guarded(model_config: dict[str, Any]) -> Iterator[int]:
         yield port
 
 
-def test_calls_need_a_token_when_tokens_are_set(guarded: int) -> None:
+def test_calls_need_a_token_when_tokens_are_set(guarded: int,
+                                                request: pytest.FixtureRequest) -> None:
     client = tritonclient_grpc.InferenceServerClient(f"127.0.0.1:{guarded}")
+    request.addfinalizer(client.close)
     with pytest.raises(tritonclient_grpc.InferenceServerException, match="token"):
         client.is_server_live()
     with pytest.raises(tritonclient_grpc.InferenceServerException, match="token"):
