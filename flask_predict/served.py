@@ -74,6 +74,13 @@ class LoadedVersion:
         if close:
             self._close()
 
+    def __enter__(self) -> LoadedVersion:
+        """An acquired version is a context manager: leaving the block releases it."""
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.release()
+
     def retire(self) -> None:
         """No new request may use this version; close it now if none does, else when the
         last one releases it."""

@@ -67,24 +67,20 @@ class ModelService:
 
     # --- resolve once ----------------------------------------------------------------------
 
-    @contextmanager
     def use(self, model: str, version: str | int | None = None, label: str | None = None,
-            version_name: str | None = None) -> Iterator[LoadedVersion]:
-        """Resolve the version a request names and hold it while the block runs.
+            version_name: str | None = None) -> LoadedVersion:
+        """Resolve the version a request names and hold it: ``with service.use(...) as
+        loaded:`` releases it when the block ends.
 
         Give at most one of *version* (a number), *label* or *version_name* (a label, else
         a number: AI Platform's and grps's names); none means the default version.
         """
-        loaded = self.acquire(model, version, label, version_name)
-        try:
-            yield loaded
-        finally:
-            loaded.release()
+        return self.acquire(model, version, label, version_name)
 
     def acquire(self, model: str, version: str | int | None = None, label: str | None = None,
                 version_name: str | None = None) -> LoadedVersion:
-        """:meth:`use` without the block: the caller must ``release()`` the version (for
-        answers produced after the view returns, such as a stream)."""
+        """The version a request names, held: release it with ``release()`` or by using it
+        as a context manager (:meth:`use`)."""
         first_sync = self.repository.first_sync
         if not first_sync.is_set() and self.load_wait_seconds > 0:
             # the worker serves while its models load: a request waits for them (as it

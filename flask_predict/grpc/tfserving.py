@@ -11,7 +11,6 @@ found.``, ``input size does not match signature ...``.
 
 from __future__ import annotations
 
-from contextlib import AbstractContextManager
 from typing import TYPE_CHECKING, Any, Callable
 
 import numpy as np
@@ -39,7 +38,7 @@ class PredictionServicer:
     def __init__(self, state: PredictState) -> None:
         self.service = state.service
 
-    def _serving(self, spec: Any) -> AbstractContextManager[LoadedVersion]:
+    def _serving(self, spec: Any) -> LoadedVersion:
         """Hold the loaded version a ``ModelSpec`` names (a number or a label)."""
         version = spec.version.value if spec.HasField("version") else None
         label = spec.version_label if spec.WhichOneof("version_choice") == "version_label" \

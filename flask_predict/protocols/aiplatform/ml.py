@@ -10,8 +10,6 @@ prediction fails (400, 413, 500). Routing errors (a project not in
 
 from __future__ import annotations
 
-from collections.abc import Iterator
-from contextlib import contextmanager
 from typing import Any
 
 from flask import request
@@ -30,9 +28,8 @@ FRAMEWORKS = {"sklearn": "SCIKIT_LEARN", "xgboost": "XGBOOST", "tensorflow": "TE
 """Our platform name -> AI Platform's ``Version.framework``."""
 
 
-@contextmanager
 def holding_version(state: PredictState, project: str, model: str,
-                    version: str | None) -> Iterator[LoadedVersion]:
+                    version: str | None) -> LoadedVersion:
     """Hold the version ``projects/<project>/models/<model>[/versions/<version>]`` names (a
     version name, else a number); routing errors in Google's envelope, worded as AI
     Platform words them."""
@@ -44,16 +41,12 @@ def holding_version(state: PredictState, project: str, model: str,
     except ModelNotFound:
         raise not_found(f'The model resource: "{model}" was not found.', "name")
     try:
-        loaded = service.acquire(model, version_name=version)
+        return service.acquire(model, version_name=version)
     except ModelNotFound:
         raise not_found(f'The version resource: "{version}" of model "{model}" was not found.',
                         "name")
     except ModelNotReady as exc:
         raise GoogleError(exc)
-    try:
-        yield loaded
-    finally:
-        loaded.release()
 
 
 @bp.post("/v1/projects/<project>/models/<model>:predict")

@@ -14,8 +14,6 @@ https://cloud.google.com/vertex-ai/docs/predictions/custom-container-requirement
 
 from __future__ import annotations
 
-from collections.abc import Iterator
-from contextlib import contextmanager
 
 from flask.blueprints import BlueprintSetupState
 from flask.typing import ResponseReturnValue
@@ -31,9 +29,8 @@ from .instances import decode_vertex, run_predict
 ENDPOINT = "/v1/projects/<project>/locations/<location>/endpoints/<endpoint>"
 
 
-@contextmanager
 def holding_endpoint(state: PredictState, project: str, location: str,
-                     endpoint: str) -> Iterator[LoadedVersion]:
+                     endpoint: str) -> LoadedVersion:
     """Hold the version an endpoint serves; any failure is a :class:`GoogleError`."""
     name = f"projects/{project}/locations/{location}/endpoints/{endpoint}"
     endpoints = state.settings.vertex_endpoints
@@ -41,17 +38,13 @@ def holding_endpoint(state: PredictState, project: str, location: str,
         raise not_found(f"Endpoint `{name}` not found.")
     model, version = (endpoint, None) if endpoints is None else endpoints[endpoint]
     try:
-        loaded = state.service.acquire(model, version_name=version)
+        return state.service.acquire(model, version_name=version)
     except ModelNotFound as exc:
         if endpoints is None:
             raise not_found(f"Endpoint `{name}` not found.")
         raise GoogleError(exc)
     except PredictError as exc:
         raise GoogleError(exc)
-    try:
-        yield loaded
-    finally:
-        loaded.release()
 
 
 @bp.post(ENDPOINT + ":predict")

@@ -3,22 +3,18 @@ not served. Shared by the REST routes and the gRPC ``PredictionService``/``Model
 
 from __future__ import annotations
 
-from collections.abc import Iterator
-from contextlib import contextmanager
-
 from ...errors import FailedPrecondition, InvalidInput, ModelNotFound, ModelNotReady
 from ...served import LoadedVersion, ServedModel
 from ...service import ModelService
 
 
-@contextmanager
 def serving(service: ModelService, model: str, version: int | None,
-            label: str | None) -> Iterator[LoadedVersion]:
+            label: str | None) -> LoadedVersion:
     """Hold the version a request names: ``Servable not found for request:
     Latest(<model>)`` (or ``Specific(<model>, <version>)``) when it is not served; an
     unknown label is TF Serving's InvalidArgument ``Unrecognized servable version label``."""
     try:
-        loaded = service.acquire(model, version, label)
+        return service.acquire(model, version, label)
     except FailedPrecondition as exc:
         raise InvalidInput(exc.message) from exc
     except (ModelNotFound, ModelNotReady) as exc:
@@ -26,10 +22,6 @@ def serving(service: ModelService, model: str, version: int | None,
             raise
         wanted = f"Specific({model}, {version})" if version is not None else f"Latest({model})"
         raise ModelNotFound(f"Servable not found for request: {wanted}") from exc
-    try:
-        yield loaded
-    finally:
-        loaded.release()
 
 
 def served_model(service: ModelService, model: str) -> ServedModel:

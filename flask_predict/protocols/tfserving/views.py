@@ -8,7 +8,6 @@ numbers as TF Serving does (``codecs.dumps_tfserving``).
 
 from __future__ import annotations
 
-from contextlib import AbstractContextManager
 from typing import Any, Callable
 
 from flask import Blueprint, Response, request
@@ -50,7 +49,7 @@ def parse_version(version: str | None) -> int | None:
 
 
 def serving(model: str, version: str | None, label: str | None
-            ) -> AbstractContextManager[LoadedVersion]:
+            ) -> LoadedVersion:
     """Hold the version a request names, with TF Serving's texts for what is not served."""
     if ":" in model or ":" in (label or ""):  # TF Serving's names are [^/:]+
         raise malformed()
