@@ -4,8 +4,9 @@ One command measures, in one run, the 20-feature LogisticRegression ``lr`` and t
 XGBoost ``xgb`` (``models.py``) at four sizes (1 row at 1 connection, 1 row at 16, 100 rows at
 16, 10,000 rows at 2) on:
 
-* flask-predict (``gunicorn -c gunicorn.conf.py wsgi:app``, 2 sync workers): its AI Platform,
-  TF Serving, V2 JSON and grps routes, one server;
+* flask-predict (``gunicorn -c gunicorn.conf.py wsgi:app``, 2 sync workers, with what a
+  production server has on: ``/metrics``, the access log and the gRPC server): its AI
+  Platform, TF Serving, V2 JSON and grps routes, one server;
 * KServe (V1 ``:predict`` and V2 ``/infer``, one server) and MLServer (V2), the peers
   (``peers.py``, their own venv, 2 workers each);
 * the floors (``floors.py``, 2 gunicorn sync workers): ``bare-wsgi``, a WSGI callable that
@@ -87,7 +88,8 @@ def servers(models_dir: Path, with_peers: bool) -> list[Server]:
     config = {name: {"base_path": str(models_dir / name)} for name in ("lr", "xgb")}
     command = [sys.executable, "-m", "gunicorn", "-c", "gunicorn.conf.py", "wsgi:app"]
     env = {"PORT": "{port}", "HOST": "127.0.0.1", "WEB_CONCURRENCY": "2",
-           "FLASK_PREDICT_MODELS": json.dumps(config)}
+           "FLASK_PREDICT_MODELS": json.dumps(config),
+           "FLASK_PREDICT_GRPC_PORT": str(harness.free_port())}
     found = [Server(route, command, path=path, cwd=ROOT, env=env, ready_path="/v2/health/ready",
                     ready_status=200, body_format=body, process="flask-predict",
                     check=check_rows)
