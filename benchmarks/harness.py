@@ -12,6 +12,7 @@ moves all servers together.
 
 from __future__ import annotations
 
+import argparse
 import http.client
 import os
 import re
@@ -353,6 +354,25 @@ def ratio_table(results: Sequence[Result], baseline: str,
     return "\n".join(lines)
 
 
+def versus_table(results: Sequence[Result], ours: str, others: Sequence[str],
+                 metric: str = "requests_per_s") -> str:
+    """A Markdown table: one row per scenario, *ours*'s median requests/s (or another
+    :func:`medians` metric), then it as a ratio of each of *others*' in the same scenario."""
+    med = medians(results, metric)
+    unit = "req/s" if metric == "requests_per_s" else metric.replace("_", " ")
+    lines = [f"| scenario | {ours} ({unit}) | "
+             + " | ".join(f"{ours} / {other}" for other in others) + " |",
+             "|---" * (len(others) + 2) + "|"]
+    for scenario in dict.fromkeys(r.scenario for r in results):
+        value = med.get((ours, scenario))
+        cells = [f"{value:.0f}" if value else ""]
+        for other in others:
+            theirs = med.get((other, scenario))
+            cells.append(f"{value / theirs:.2f}x" if value and theirs else "")
+        lines.append(f"| {scenario} | " + " | ".join(cells) + " |")
+    return "\n".join(lines)
+
+
 def raw_table(results: Sequence[Result]) -> str:
     """A Markdown table of every server's median requests/s with its min-max over rounds,
     and its median CPU time per request."""
@@ -367,6 +387,33 @@ def raw_table(results: Sequence[Result]) -> str:
                      f"{cpu[server, scenario]:.3f} | {len(runs)} | "
                      f"{sum(r.errors for r in runs)} |")
     return "\n".join(lines)
+
+
+def comparison_parser(description: str) -> argparse.ArgumentParser:
+    """The options of a benchmark against the peers: ``--rounds``, ``--seconds``,
+    ``--quick``, ``--no-peers``, ``--no-readme``; read them with :func:`comparison_args`."""
+    parser = argparse.ArgumentParser(description=description)
+    parser.add_argument("--rounds", type=int, default=3)
+    parser.add_argument("--seconds", type=float, default=5.0)
+    parser.add_argument("--quick", action="store_true",
+                        help="1 round of 1 s, README untouched: to try the command out")
+    parser.add_argument("--no-peers", action="store_true", help="skip KServe and MLServer")
+    parser.add_argument("--no-readme", action="store_true", help="don't rewrite README.md")
+    return parser
+
+
+def comparison_args(parser: argparse.ArgumentParser) -> argparse.Namespace:
+    """The command line, ``--quick`` turned into 1 round of 1 s and ``--no-readme``."""
+    args = parser.parse_args()
+    if args.quick:
+        args.rounds, args.seconds, args.no_readme = 1, 1.0, True
+    return args
+
+
+def load_average() -> str:
+    """The machine's 1, 5 and 15 minute load averages, for a report's first line."""
+    one, five, fifteen = os.getloadavg()
+    return f"{one:.1f} / {five:.1f} / {fifteen:.1f}"
 
 
 def update_readme(section: str, report: str) -> None:

@@ -5,11 +5,13 @@ Runs in its own virtual environment (``benchmarks/.peers-venv/kserve``, requirem
 ``sklearnserver`` and ``xgbserver`` predict paths (``np.array(instances)`` then
 ``model.predict``; a ``DMatrix`` with ``nthread=1``, xgbserver's default)::
 
-    .peers-venv/kserve/bin/python kserve_server.py --lr_dir LR --xgb_dir XGB --http_port 8080 --workers 2
+    .peers-venv/kserve/bin/python kserve_server.py --lr_dir LR --xgb_dir XGB --http_port 8080 --workers 2 [--grpc_port 8081]
 
 ``LR`` holds ``model.joblib`` (model ``lr``), ``XGB`` holds ``model.json`` (model ``xgb``).
-gRPC is off, and request logging too: the uvicorn access log and KServe's per-request
-latency line.
+gRPC is off unless ``--grpc_port`` is given: then KServe's V2 gRPC server listens there
+(on every interface, ``[::]``, which KServe does not let a user change; one server in the
+main process, whatever ``--workers`` says). Request logging is off: the uvicorn access log
+and KServe's per-request latency line.
 """
 
 from __future__ import annotations
@@ -38,8 +40,9 @@ if "--log_config_file" not in sys.argv:
     _fd, _path = tempfile.mkstemp(suffix=".json", prefix="kserve-logging-")
     with os.fdopen(_fd, "w") as _file:
         json.dump(QUIET_LOGGING, _file)
-    sys.argv += ["--log_config_file", _path, "--enable_latency_logging", "false",
-                 "--enable_grpc", "false"]
+    sys.argv += ["--log_config_file", _path, "--enable_latency_logging", "false"]
+    if "--grpc_port" not in sys.argv:
+        sys.argv += ["--enable_grpc", "false"]
 
 import joblib  # noqa: E402
 import kserve  # noqa: E402

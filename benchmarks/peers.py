@@ -7,9 +7,10 @@ and its neighbours conflict), which :func:`peer_venv` creates the first time. Th
 venv never gets them.
 
 * KServe: ``kserve_server.py`` (its sklearnserver/xgbserver predict paths), 2 uvicorn
-  workers, request logging and gRPC off; its V1 route (``:predict``) and its V2 route
-  (``/infer``) are two targets on one server.
-* MLServer: mlserver-sklearn and mlserver-xgboost, ``parallel_workers=2``, metrics off.
+  workers, request logging off, gRPC off unless a *grpc_port* is given; its V1 route
+  (``:predict``) and its V2 route (``/infer``) are two targets on one server.
+* MLServer: mlserver-sklearn and mlserver-xgboost, ``parallel_workers=2``, metrics off, its
+  V2 gRPC server on *grpc_port* (MLServer always starts one; a free port by default).
 """
 
 from __future__ import annotations
@@ -39,11 +40,13 @@ def peer_venv(peer: str) -> Path:
     return venv
 
 
-def kserve(models: Path, workers: int = 2) -> list[Server]:
-    """KServe's V1 and V2 routes, one server."""
+def kserve(models: Path, workers: int = 2, grpc_port: int | None = None) -> list[Server]:
+    """KServe's V1 and V2 routes, one server; its V2 gRPC server too on *grpc_port*."""
     command = [str(peer_venv("kserve") / "bin" / "python"), str(HERE / "kserve_server.py"),
                "--lr_dir", str(models / "lr" / "1"), "--xgb_dir", str(models / "xgb" / "1"),
                "--http_port", "{port}", "--workers", str(workers)]
+    if grpc_port is not None:
+        command += ["--grpc_port", str(grpc_port)]
     return [Server("kserve V1", command, path="/v1/models/{model}:predict",
                    ready_path="/v1/models/xgb", ready_status=200, body_format="instances",
                    process="kserve"),
@@ -51,10 +54,13 @@ def kserve(models: Path, workers: int = 2) -> list[Server]:
                    body_format="v2 default outputs", process="kserve")]
 
 
-def mlserver(models: Path, workers: int = 2) -> Server:
-    """MLServer's V2 route."""
-    repository = mlserver_repository(models, workers)
-    command = [str(peer_venv("mlserver") / "bin" / "mlserver"), "start", str(repository)]
+def mlserver(models: Path, workers: int = 2, grpc_port: int | None = None) -> Server:
+    """MLServer's V2 route; its V2 gRPC server listens on *grpc_port* (default: a free one)."""
+    repository = mlserver_repository(models, workers, grpc_port or harness.free_port())
+    # its CLI's module, not the bin/mlserver script: a script's #! line holds the path the
+    # venv was created at, and breaks when the venv is moved
+    command = [str(peer_venv("mlserver") / "bin" / "python"), "-m", "mlserver.cli.main",
+               "start", str(repository)]
     return Server("mlserver V2", command,
                   # its /v2/health/ready is true before any model is registered
                   path="/v2/models/{model}/infer", ready_path="/v2/models/xgb/ready",
@@ -62,8 +68,8 @@ def mlserver(models: Path, workers: int = 2) -> Server:
                   env={"MLSERVER_HTTP_PORT": "{port}", "MLSERVER_HOST": "127.0.0.1"})
 
 
-def mlserver_repository(models: Path, workers: int) -> Path:
-    """An MLServer model repository over the same model files."""
+def mlserver_repository(models: Path, workers: int, grpc_port: int) -> Path:
+    """An MLServer model repository over the same model files, gRPC on *grpc_port*."""
     repository = models.parent / "mlserver"
     implementations = {"lr": ("mlserver_sklearn.SKLearnModel", "model.joblib"),
                        "xgb": ("mlserver_xgboost.XGBoostModel", "model.json")}
@@ -75,5 +81,5 @@ def mlserver_repository(models: Path, workers: int) -> Path:
             "parameters": {"uri": str(models / name / "1" / file), "version": "1"}}))
     (repository / "settings.json").write_text(json.dumps({
         "parallel_workers": workers, "metrics_endpoint": None, "debug": False,
-        "grpc_port": harness.free_port(), "metrics_port": harness.free_port()}))
+        "grpc_port": grpc_port, "metrics_port": harness.free_port()}))
     return repository

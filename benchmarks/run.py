@@ -22,7 +22,6 @@ and the raw figures; they are printed, written to ``results/`` and to ``README.m
 
 from __future__ import annotations
 
-import argparse
 import dataclasses
 import json
 import os
@@ -144,17 +143,12 @@ def peers_and_floors_table(results: Sequence[Result], sizes: Sequence[str]) -> s
     return "\n".join(lines)
 
 
-def load_average() -> str:
-    one, five, fifteen = os.getloadavg()
-    return f"{one:.1f} / {five:.1f} / {fifteen:.1f}"
-
-
 def report(results: Sequence[Result], sizes: Sequence[str], rounds: int, seconds: float,
            load_before: str) -> str:
     sections = [
         f"Measured {time.strftime('%Y-%m-%d %H:%M')} on {os.cpu_count()} cores, {rounds} "
         f"round(s) of {seconds:g} s per scenario, medians; 2 workers per server. Load average "
-        f"(1/5/15 min) before: {load_before}; after: {load_average()}.",
+        f"(1/5/15 min) before: {load_before}; after: {harness.load_average()}.",
         "Requests/s against the fastest peer in the same column (named):\n\n"
         + route_table(results, sizes, "peer"),
         "Requests per CPU second of the server's processes against the peer that spends the "
@@ -172,23 +166,15 @@ def report(results: Sequence[Result], sizes: Sequence[str], rounds: int, seconds
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--rounds", type=int, default=3)
-    parser.add_argument("--seconds", type=float, default=5.0)
-    parser.add_argument("--quick", action="store_true",
-                        help="1 round of 1 s, README untouched: to try the command out")
-    parser.add_argument("--no-peers", action="store_true", help="skip KServe and MLServer")
+    parser = harness.comparison_parser(__doc__.splitlines()[0])
     parser.add_argument("--sizes", nargs="*", choices=list(SIZES), default=list(SIZES),
                         metavar="SIZE", help=f"columns to measure (default: all of {list(SIZES)})")
-    parser.add_argument("--no-readme", action="store_true", help="don't rewrite README.md")
-    args = parser.parse_args()
-    if args.quick:
-        args.rounds, args.seconds, args.no_readme = 1, 1.0, True
+    args = harness.comparison_args(parser)
 
     harness.require_wrk()
     for name in THREAD_VARIABLES:
         os.environ.pop(name, None)
-    load_before = load_average()
+    load_before = harness.load_average()
     with tempfile.TemporaryDirectory(prefix="flask-predict-bench-") as tmp:
         work = Path(tmp)
         models_dir = models.train(work / "models")

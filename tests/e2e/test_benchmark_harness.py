@@ -7,6 +7,7 @@ import shutil
 import sys
 from pathlib import Path
 
+import numpy as np
 import pytest
 
 from tests.e2e.server import load_benchmark
@@ -27,6 +28,9 @@ def test_tables_are_ratios_of_medians() -> None:
     cpu = harness.ratio_table(results, "base", ["ours", "base"], "requests_per_cpu_s")
     assert "| 1 row | 2.00x | 250 |" in cpu  # median 500 per CPU second against 250
     assert "| ours | 1 row | 200.0 | 100.0-300.0 | 2.000 | 3 | 0 |" in harness.raw_table(results)
+    assert "| 1 row | 200 | 2.00x |" in harness.versus_table(results, "ours", ["base"])
+    assert "| 1 row | 500 | 2.00x |" in harness.versus_table(results, "ours", ["base"],
+                                                             "requests_per_cpu_s")
 
 
 @pytest.mark.skipif(shutil.which("wrk") is None, reason="needs wrk (apt-get install wrk)")
@@ -98,3 +102,37 @@ def test_answer_rows_reads_every_protocol() -> None:
     assert run.answer_rows(b'{"outputs": [{"name": "predict", "shape": [3]}]}') == 3
     assert run.answer_rows(
         b'{"status": {}, "gtensors": {"tensors": [{"name": "p", "shape": [4, 2]}]}}') == 4
+
+
+grpc_peers = load_benchmark("grpc_peers")
+
+
+def test_grpc_answers_are_read_raw_or_typed() -> None:
+    """One value per row, in raw or typed contents, whatever the output's name and shape."""
+    from flask_predict.grpc.messages import v2
+
+    raw = v2.ModelInferResponse(raw_output_contents=[np.arange(3, dtype="<i8").tobytes()])
+    raw.outputs.add(name="output-0", datatype="INT64", shape=[3])
+    assert grpc_peers.check_answer(raw.SerializeToString(), 3) == (
+        "`output-0` INT64 [3], raw_output_contents")
+    typed = v2.ModelInferResponse()
+    typed.outputs.add(name="predict", datatype="INT64", shape=[3, 1]
+                      ).contents.int64_contents.extend([0, 1, 0])
+    assert grpc_peers.check_answer(typed.SerializeToString(), 3) == (
+        "`predict` INT64 [3, 1], contents.int64_contents")
+    for answer in (raw, typed):
+        with pytest.raises(AssertionError):
+            grpc_peers.check_answer(answer.SerializeToString(), 4)
+
+
+def test_grpc_request_is_raw_fp64_asking_for_predict() -> None:
+    from flask_predict.grpc.messages import v2
+
+    rows = models.rows(2)
+    request = v2.ModelInferRequest.FromString(
+        grpc_peers.infer_request("lr", rows).SerializeToString())
+    assert [(i.name, i.datatype, list(i.shape)) for i in request.inputs] == [
+        ("input-0", "FP64", [2, models.FEATURES])]
+    assert np.array_equal(np.frombuffer(request.raw_input_contents[0], "<f8").reshape(2, -1),
+                          rows)
+    assert [o.name for o in request.outputs] == ["predict"]
