@@ -67,12 +67,24 @@ def _long_integers(body: bytes) -> bool:
     time (each block starts 40 bytes early, so no run is missed at a boundary)."""
     if len(body) < 19:
         return False
+    if len(body) <= _SCAN_SMALL:
+        # at C speed: no run of 19 digits at all (the common case), else the exact search
+        if _NINETEEN_DIGITS not in body.translate(_DIGITS_AS_ZEROS):
+            return False
+        return _LONG_INTEGER.search(body) is not None
     text = np.frombuffer(body, np.uint8)
     return any(_long_integers_in(text[max(start - 40, 0):start + _SCAN_BLOCK])
                for start in range(0, text.size, _SCAN_BLOCK))
 
 
 _SCAN_BLOCK = 1 << 20
+_SCAN_SMALL = 65536
+"""Bodies up to this size are scanned without numpy, whose set-up costs more there."""
+_DIGITS_AS_ZEROS = bytes(b"0"[0] if chr(b).isdigit() and b < 128 else b" "[0] for b in range(256))
+_NINETEEN_DIGITS = b"0" * 19
+_LONG_INTEGER = re.compile(rb"(?<![.\d])\d{19,}(?![.\deE])")
+"""A run of 19 digits or more that is not part of a fraction (what :func:`_long_integers_in`
+finds)."""
 
 
 def _long_integers_in(text: Tensor) -> bool:
@@ -212,8 +224,8 @@ def loads_v2_infer(body: bytes) -> Any:
     with no Python object per number. Its nesting is not kept (V2 data is flattened
     row-major anyway); any other body or value takes the :func:`loads` path and its errors.
     """
-    if len(body) > SIMDJSON_SAFE_BYTES:
-        return loads(body)
+    if len(body) > SIMDJSON_SAFE_BYTES or len(body) <= SMALL_BODY:
+        return loads(body)  # a small body: simdjson's set-up costs more than the whole parse
     try:
         document = _parse_simdjson(body)
         if not isinstance(document, simdjson.Object) or _duplicates(document):

@@ -205,6 +205,8 @@ def _lossless(array: Tensor, datatype: str) -> bool:
         return True
     if array.dtype.kind in "iu":
         return max(int(array.max()), -int(array.min())) <= _LOSSLESS[datatype]
+    if float(np.abs(array).max()) <= _LOSSLESS[datatype]:  # NaN: False, the walk below
+        return True
     finite = np.abs(array[np.isfinite(array)])
     big = finite[finite > _LOSSLESS[datatype]]
     return not big.size or (float(big.max()) <= _FLOAT_MAX[datatype] and

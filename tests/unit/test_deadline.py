@@ -82,6 +82,24 @@ def test_the_timer_and_handler_are_restored() -> None:
         signal.signal(signal.SIGALRM, previous)
 
 
+def test_over_the_default_handler_ours_stays_and_ignores_a_stray_alarm() -> None:
+    previous = signal.signal(signal.SIGALRM, signal.SIG_DFL)
+    try:
+        with deadline.limit(5, "m"):
+            pass
+        assert signal.getitimer(signal.ITIMER_REAL) == (0.0, 0.0)
+        kept = signal.getsignal(signal.SIGALRM)
+        assert kept not in (signal.SIG_DFL, signal.SIG_IGN, None)
+        signal.raise_signal(signal.SIGALRM)  # outside a call: nothing happens
+        with deadline.limit(5, "m"):  # the next call reuses it
+            assert signal.getsignal(signal.SIGALRM) is kept
+        with pytest.raises(DeadlineExceeded):
+            with deadline.limit(0.1, "m"):
+                time.sleep(2)
+    finally:
+        signal.signal(signal.SIGALRM, previous)
+
+
 def test_no_limit_outside_the_main_thread() -> None:
     """Signals reach only the main thread: elsewhere the call runs to its end."""
     outcome: list[object] = []

@@ -1,0 +1,97 @@
+"""Instructions per request, in one process: each route against the Flask floor view.
+
+Wall and CPU time move with whatever else runs on the machine; the count of instructions a
+request executes hardly does. For each route and model this runs a child process (the app
+as ``wsgi.py`` builds it, called through its WSGI callable as ``profile_requests.py`` does)
+twice under ``perf stat -e instructions:u``, once with *calls* requests more than the other:
+the difference over *calls* is what one request costs, start-up and warm-up cancelled out.
+The Flask floor view (``floors.flask_app``) fed the same body is the baseline.
+
+    .venv/bin/python benchmarks/instructions.py [--rows 1] [--calls 2000] [--routes "AI Platform"]
+
+Needs ``perf`` (Debian ``linux-perf``) and a kernel that lets this user count its own
+instructions (``kernel.perf_event_paranoid`` <= 2).
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+
+HERE = Path(__file__).resolve().parent
+sys.path.insert(0, str(HERE))
+
+import models  # noqa: E402
+from run import ROUTES  # noqa: E402
+
+FLOOR = "flask-floor"
+WARM_UP = 200
+
+
+def child(models_dir: Path, route: str, model: str, rows: int, calls: int) -> None:
+    """Run *calls* requests of *route* (after a warm-up) in this process."""
+    import floors
+    import profile_requests
+
+    os.environ["FLASK_PREDICT_POLL_SECONDS"] = "0"  # no watcher thread counting with the rest
+
+    values = models.rows(rows)
+    bodies = {name: writer(values) for name, writer in models.BODIES.items()}
+    if route == FLOOR:
+        call = profile_requests.wsgi_call(floors.flask_app, "/", bodies["instances"])
+    else:
+        path, body = ROUTES[route]
+        app = profile_requests.make_app(models_dir)
+        call = profile_requests.wsgi_call(app, path.replace("{model}", model), bodies[body])
+    for _ in range(WARM_UP + calls):
+        call()
+
+
+def instructions(models_dir: Path, route: str, model: str, rows: int, calls: int) -> int:
+    """The user-space instructions of one child process."""
+    command = ["perf", "stat", "-x,", "-e", "instructions:u", sys.executable, __file__,
+               "--child", str(models_dir), route, model, str(rows), str(calls)]
+    done = subprocess.run(command, capture_output=True, text=True, check=True)
+    for line in done.stderr.splitlines():
+        fields = line.split(",")
+        if len(fields) > 2 and fields[2].startswith("instructions"):
+            return int(fields[0])
+    raise RuntimeError(f"no instruction count from perf: {done.stderr[-2000:]}")
+
+
+def per_request(models_dir: Path, route: str, model: str, rows: int, calls: int) -> float:
+    base = instructions(models_dir, route, model, rows, 0)
+    return (instructions(models_dir, route, model, rows, calls) - base) / calls
+
+
+def main() -> None:
+    if sys.argv[1:2] == ["--child"]:
+        folder, route, model, rows, calls = sys.argv[2:7]
+        child(Path(folder), route, model, int(rows), int(calls))
+        return
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--rows", type=int, default=1)
+    parser.add_argument("--calls", type=int, default=2000)
+    parser.add_argument("--models", nargs="*", default=["lr", "xgb"], choices=("lr", "xgb"))
+    parser.add_argument("--routes", nargs="*", default=list(ROUTES), choices=list(ROUTES))
+    args = parser.parse_args()
+    with tempfile.TemporaryDirectory(prefix="flask-predict-instructions-") as tmp:
+        models_dir = models.train(Path(tmp) / "models")
+        floor = per_request(models_dir, FLOOR, "lr", args.rows, args.calls)
+        print(f"Flask floor view: {floor / 1000:.1f}k instructions per request "
+              f"({args.rows} row(s))\n")
+        print("| route | model | k instructions per request | over the floor | x floor |")
+        print("|---|---|---|---|---|")
+        for route in args.routes:
+            for model in args.models:
+                spent = per_request(models_dir, route, model, args.rows, args.calls)
+                print(f"| {route} | {model} | {spent / 1000:.1f} | "
+                      f"{(spent - floor) / 1000:+.1f}k | {spent / floor:.2f}x |", flush=True)
+
+
+if __name__ == "__main__":
+    main()
