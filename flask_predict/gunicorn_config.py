@@ -17,8 +17,8 @@ from typing import Any
 from . import server
 
 __all__ = ["bind", "workers", "worker_class", "preload_app", "timeout", "graceful_timeout",
-           "keepalive", "control_socket_disable", "on_starting", "pre_fork", "post_fork",
-           "post_worker_init", "child_exit", "worker_exit"]
+           "worker_tmp_dir", "keepalive", "control_socket_disable", "on_starting", "pre_fork",
+           "post_fork", "post_worker_init", "child_exit", "worker_exit"]
 
 #   bind - all interfaces on $PORT (else Vertex AI's $AIP_HTTP_PORT, else 8080).
 _port = os.environ.get("PORT") or os.environ.get("AIP_HTTP_PORT") or "8080"
@@ -35,6 +35,10 @@ preload_app = False
 #       error (flask_predict.deadline). Models load in the background while the worker beats.
 timeout = int(os.environ.get("GUNICORN_TIMEOUT", "60"))
 graceful_timeout = 30
+#   worker_tmp_dir - each worker's heartbeat is a chmod of a file here before every request:
+#       in memory (/dev/shm) rather than on the disk of /tmp, as gunicorn's docs advise.
+worker_tmp_dir = "/dev/shm" if os.path.isdir("/dev/shm") and os.access("/dev/shm", os.W_OK) \
+    else None
 #   keepalive - not used by sync workers, which close every connection after one answer;
 #       the nginx front keeps clients' connections open (docs/deployment.md).
 keepalive = 2

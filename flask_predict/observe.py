@@ -10,10 +10,9 @@ metrics, write one access-log line. Views and the service only fill in the recor
 from __future__ import annotations
 
 import os
-from functools import partial
 from itertools import count
 from time import perf_counter
-from typing import TYPE_CHECKING, cast
+from typing import TYPE_CHECKING, Callable, cast
 
 from flask import Blueprint, Flask, Request, Response, request
 from flask.blueprints import BlueprintSetupState
@@ -116,7 +115,9 @@ class Observer:
         response.headers.add(REQUEST_ID_HEADER, record.request_id)
         if status == 401:
             response.headers.add("WWW-Authenticate", auth.BEARER_CHALLENGE)
-        size = response.content_length
+        body = response.response  # a body set whole is a list of one bytes: no header parse
+        size = (len(body[0]) if type(body) is list and len(body) == 1 and type(body[0]) is bytes
+                else response.content_length)
         if self.metrics is not None:
             self.metrics.finished(record, status, size, ended)
         if self.access is not None:
@@ -129,10 +130,18 @@ def install(app: Flask, state: PredictState) -> None:
     observer = Observer(app, state)
     for name in state.settings.protocols:
         bp_name = blueprint(name).name
-        app.before_request_funcs.setdefault(bp_name, []).append(partial(observer.before, name))
+        app.before_request_funcs.setdefault(bp_name, []).append(_before_hook(observer, name))
         app.after_request_funcs.setdefault(bp_name, []).append(observer.after)
     if state.metrics is not None and state.settings.metrics_path:
         app.register_blueprint(metrics_bp)
+
+
+def _before_hook(observer: Observer, protocol: str) -> Callable[[], None]:
+    """A plain function, not a ``partial``: Flask checks every hook for a coroutine on every
+    request, and unwrapping a partial doubles that."""
+    def before() -> None:
+        observer.before(protocol)
+    return before
 
 
 # --- GET /metrics ---------------------------------------------------------------------------

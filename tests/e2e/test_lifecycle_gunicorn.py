@@ -207,7 +207,9 @@ def test_tfserving_status_shows_versions_and_errors(
         assert status == 200
         return {entry["version"]: entry for entry in json.loads(data)["model_version_status"]}
 
-    consecutive(lambda: "2" in status_of_2(), count=10)
+    # seen by every worker, and tried by each (a busy machine may still be LOADING it)
+    consecutive(lambda: status_of_2().get("2", {}).get("state") not in (None, "LOADING"),
+                count=10)
     entries = status_of_2()
     assert entries["1"]["state"] == "AVAILABLE"
     assert entries["2"]["state"] == "END"
