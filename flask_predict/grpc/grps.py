@@ -107,6 +107,7 @@ class GrpsServicer:
         answer = None
         try:
             message = to_request(request)
+            dispatch.check_limits(self.state, message)  # as over HTTP: 413 in the envelope
             loaded = dispatch.acquire_model(
                 self.state, message.model or dispatch.default_model(self.state))
             try:
@@ -127,6 +128,7 @@ class GrpsServicer:
         failure ends the stream with a ``FAILURE`` message."""
         try:
             message = to_request(request)
+            dispatch.check_limits(self.state, message)  # as over HTTP: 413 in the envelope
             loaded = dispatch.acquire_model(
                 self.state, message.model or dispatch.default_model(self.state))
             try:

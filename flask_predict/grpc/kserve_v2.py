@@ -65,7 +65,8 @@ class InferenceServicer:
             header = {"inputs": inputs, "outputs": tensors.v2_requested_outputs(request),
                       "parameters": tensors.parameters(request.parameters)}
             decoded = wire.decode_infer(header, binary, request.model_name,
-                                        str(loaded.version), loaded.metadata.signature)
+                                        str(loaded.version), loaded.metadata.signature,
+                                        self.state.settings.limits)
             result = self.service.predict(loaded, decoded.request)
             labels = loaded.metadata.properties.get("classes")
 

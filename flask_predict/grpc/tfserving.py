@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, Any, Callable
 import numpy as np
 from google.protobuf import json_format
 
-from .. import codecs
+from .. import codecs, limits
 from ..errors import FailedPrecondition, InvalidInput
 from ..protocols.tfserving import lookup, wire
 from ..served import LoadedVersion
@@ -37,6 +37,7 @@ class PredictionServicer:
 
     def __init__(self, state: PredictState) -> None:
         self.service = state.service
+        self.limits = state.settings.limits
 
     def _serving(self, spec: Any) -> LoadedVersion:
         """Hold the loaded version a ``ModelSpec`` names (a number or a label)."""
@@ -52,6 +53,9 @@ class PredictionServicer:
             if signature is None:
                 raise FailedPrecondition(f'Serving signature key "{name}" not found.')
             inputs = decode_inputs(request.inputs, signature)
+            for input_name, array in inputs.items():  # the REST route's limits (413 there)
+                limits.check_instances(self.limits, array.shape[0] if array.ndim else 1)
+                limits.check_elements(self.limits, array.shape, input_name)
             outputs = check_output_filter(request.output_filter, signature)
             result = self.service.predict(loaded, InferenceRequest(
                 model=loaded.name, inputs=inputs, version=str(loaded.version), signature=name,
@@ -131,6 +135,7 @@ class ModelServicer:
 
     def __init__(self, state: PredictState) -> None:
         self.service = state.service
+        self.limits = state.settings.limits
 
     def GetModelStatus(self, request: Any) -> Any:
         spec = _model_spec(request)

@@ -36,6 +36,7 @@ pytestmark = pytest.mark.e2e
 ROWS = np.array([[5.1, 3.5, 1.4, 0.2], [6.2, 2.9, 4.3, 1.3], [7.7, 3.0, 6.1, 2.3]])
 LIMIT = 256 * 1024
 """PREDICT_MAX_REQUEST_BYTES of this server: it bounds REST bodies and gRPC messages."""
+MAX_INSTANCES = 1000
 
 
 @pytest.fixture(scope="module")
@@ -44,7 +45,8 @@ def server(model_config: dict[str, Any], tmp_path_factory: pytest.TempPathFactor
     folder = tmp_path_factory.mktemp("grpc")
     models = {**model_config, **make_grps_models(folder / "models")}
     with GrpcGunicornServer(models, workers=2, log_path=folder / "server.log",
-                            env={"FLASK_PREDICT_MAX_REQUEST_BYTES": str(LIMIT)}) as running:
+                            env={"FLASK_PREDICT_MAX_REQUEST_BYTES": str(LIMIT),
+                                 "FLASK_PREDICT_MAX_INSTANCES": str(MAX_INSTANCES)}) as running:
         yield running
 
 
@@ -256,6 +258,26 @@ def test_message_size_is_bounded_like_the_rest_body(server: GrpcGunicornServer, 
     assert status == 413
 
 
+def test_infer_keeps_the_rest_route_s_instance_limit(server: GrpcGunicornServer, v2: Any
+                                                     ) -> None:
+    rows = np.zeros((MAX_INSTANCES + 1, 4))  # a small message, too many rows
+    with pytest.raises(grpc.RpcError) as error:
+        v2.ModelInfer(raw_request("iris", rows))
+    assert error.value.code() == grpc.StatusCode.RESOURCE_EXHAUSTED
+    assert f"limit is {MAX_INSTANCES}" in error.value.details()
+    status, _ = rest_v2(server, "iris", {"inputs": [
+        {"name": "inputs", "datatype": "FP64", "shape": list(rows.shape),
+         "data": rows.ravel().tolist()}]})
+    assert status == 413
+    assert v2.ModelInfer(raw_request("iris", rows[:MAX_INSTANCES])).outputs
+
+
+def raw_request(model: str, rows: np.ndarray) -> Any:
+    req = service_pb2.ModelInferRequest(model_name=model, raw_input_contents=[rows.tobytes()])
+    req.inputs.add(name="inputs", datatype="FP64", shape=list(rows.shape))
+    return req
+
+
 # --- grps -------------------------------------------------------------------------------------
 
 def grps_rest(server: GrpcGunicornServer, body: Any = None, data: bytes | None = None,
@@ -278,7 +300,11 @@ def test_grps_predict_answers_what_http_answers(server: GrpcGunicornServer, grps
     gmap.gmap.s_i64["k"] = 9007199254740993
     gmap.gmap.s_b["b"] = b"\x00\xff"
     gmap.gmap.s_f["f"] = 0.1
-    messages = [iris, pb2.GrpsMessage(model="echo", str_data="hello"), gmap,
+    too_many = pb2.GrpsMessage(model="iris-1")  # past PREDICT_MAX_INSTANCES: 413 both ways
+    tensor = too_many.gtensors.tensors.add(name="inputs", dtype=pb2.DT_FLOAT64,
+                                           shape=[MAX_INSTANCES + 1, 4])
+    tensor.flat_float64.extend([0.0] * (4 * (MAX_INSTANCES + 1)))
+    messages = [iris, too_many, pb2.GrpsMessage(model="echo", str_data="hello"), gmap,
                 pb2.GrpsMessage(model="nope-3", str_data="x"),
                 pb2.GrpsMessage(model="mirror", str_data="fail"),
                 pb2.GrpsMessage(model="mirror")]

@@ -33,6 +33,9 @@ pytestmark = [pytest.mark.e2e, pytest.mark.tensorflow]
 ROWS = np.array([[5.1, 3.5, 1.4, 0.2], [6.2, 2.9, 4.3, 1.3], [7.7, 3.0, 6.1, 2.3]])
 
 
+MAX_INSTANCES = 1000
+
+
 @pytest.fixture(scope="module")
 def server(model_config: dict[str, Any], tmp_path_factory: pytest.TempPathFactory,
            tfserving_models: Path) -> Iterator[GrpcGunicornServer]:
@@ -44,7 +47,8 @@ def server(model_config: dict[str, Any], tmp_path_factory: pytest.TempPathFactor
         "half_plus_three": {"base_path": os.fspath(tfserving_models / "saved_model_half_plus_three")},
         "multi": {"base_path": os.fspath(export_multi(folder / "multi"))},
     }
-    with GrpcGunicornServer(models, workers=2, log_path=folder / "server.log") as running:
+    with GrpcGunicornServer(models, workers=2, log_path=folder / "server.log",
+                            env={"FLASK_PREDICT_MAX_INSTANCES": str(MAX_INSTANCES)}) as running:
         yield running
 
 
@@ -275,6 +279,19 @@ def test_model_status_equals_rest(server: GrpcGunicornServer) -> None:
             models.GetModelStatus(req)
     assert caught.value.code() == grpc.StatusCode.NOT_FOUND
     assert caught.value.details() == "Could not find any versions of model nope"
+
+
+def test_predict_keeps_the_rest_route_s_instance_limit(server: GrpcGunicornServer,
+                                                        stub: Any) -> None:
+    rows = np.zeros((MAX_INSTANCES + 1, 4))  # a small message, too many rows
+    with pytest.raises(grpc.RpcError) as error:
+        stub.Predict(predict_request("iris", {"inputs": rows}))
+    assert error.value.code() == grpc.StatusCode.RESOURCE_EXHAUSTED
+    assert f"limit is {MAX_INSTANCES}" in error.value.details()
+    status, _ = rest(server, "POST", "/v1/models/iris:predict",
+                     {"instances": rows.tolist()})
+    assert status == 413
+    assert stub.Predict(predict_request("iris", {"inputs": rows[:MAX_INSTANCES]})).outputs
 
 
 def test_server_log_has_no_traceback(server: GrpcGunicornServer) -> None:
