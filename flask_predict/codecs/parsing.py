@@ -234,7 +234,7 @@ def loads_v2_infer(body: bytes) -> Any:
         parsed = {key: _python(document[key]) for key in document.keys() if key != "inputs"}
         if "inputs" in document:
             inputs = document["inputs"]
-            parsed["inputs"] = ([_v2_input(tensor) for tensor in inputs]
+            parsed["inputs"] = (_v2_inputs(body, inputs, parsed)
                                 if isinstance(inputs, simdjson.Array) else _python(inputs))
         return parsed
     except (ValueError, TypeError, RuntimeError,  # bad JSON, NaN tokens, huge integers
@@ -249,30 +249,64 @@ def _duplicates(obj: Any) -> bool:
     return len(set(keys)) != len(keys)
 
 
-def _v2_input(tensor: Any) -> Any:
+def _v2_inputs(body: bytes, inputs: Any, parsed: dict[str, Any]) -> list[Any]:
+    """The ``inputs`` of a V2 body, float data as flat arrays where it holds only numbers.
+
+    simdjson's buffer flattens any nesting, so the arrays in the data must be counted too:
+    when the body's ``[`` add up to the arrays found everywhere else plus those each fast
+    input's data should hold, no data holds more (one count of the body); otherwise (nested
+    data, or a ``[`` inside a string) each fast input's data is printed and counted.
+    """
+    found = [_v2_input(tensor) for tensor in inputs]
+    values = [value for value, _ in found]
+    fast = [(index, arrays) for index, (_, arrays) in enumerate(found) if arrays is not None]
+    # values is the "inputs" array itself
+    expected = _arrays_in(parsed) + _arrays_in(values) + sum(n for _, n in fast)
+    if fast and body.count(b"[") != expected:
+        for index, arrays in fast:
+            if _brackets(inputs[index]["data"]) != arrays:
+                values[index] = _python(inputs[index])
+    return values
+
+
+def _arrays_in(value: Any) -> int:
+    """How many lists the Python *value* holds, itself included (numpy arrays not)."""
+    if isinstance(value, list):
+        return 1 + sum(_arrays_in(item) for item in value)
+    if isinstance(value, dict):
+        return sum(_arrays_in(item) for item in value.values())
+    return 0
+
+
+def _v2_input(tensor: Any) -> tuple[Any, int | None]:
+    """One input, and how many arrays its data holds when that data became a flat float64
+    array (``None``: the input as Python values)."""
     if not isinstance(tensor, simdjson.Object) or _duplicates(tensor):
-        return _python(tensor)
+        return _python(tensor), None
     data = tensor.get("data")
     if tensor.get("datatype") not in FLOAT_DATATYPES or not isinstance(
             data, simdjson.Array) or not len(data):
-        return _python(tensor)
+        return _python(tensor), None
     plain = {key: _python(tensor[key]) for key in tensor.keys() if key != "data"}
     try:
         flat = np.frombuffer(data.as_buffer(of_type="d"), dtype=np.float64)
     except (TypeError, ValueError):  # null, booleans or strings among the numbers
-        return _python(tensor)
+        return _python(tensor), None
     # only flat data or rows of one width: any other nesting gets to_array's error. Every
     # item is a number (as_buffer refused the rest), so brackets count the arrays.
     first = data[0]
     if isinstance(first, simdjson.Array):
         width = len(first)
-        if _brackets(data) != len(data) + 1 or flat.size != len(data) * width or any(
+        if flat.size != len(data) * width or any(
                 not isinstance(row, simdjson.Array) or len(row) != width for row in data):
-            return _python(tensor)
-    elif flat.size != len(data) or _brackets(data) != 1:
-        return _python(tensor)
+            return _python(tensor), None
+        arrays = len(data) + 1
+    elif flat.size != len(data):
+        return _python(tensor), None
+    else:
+        arrays = 1
     plain["data"] = flat
-    return plain
+    return plain, arrays
 
 
 def _brackets(array: Any) -> int:

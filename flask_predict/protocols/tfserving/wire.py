@@ -92,10 +92,11 @@ def encode_predict(outputs: Mapping[str, Tensor], row_format: bool,
         names = list(outputs)
         columns = [_rows(array, name) for name, array in outputs.items()]
         return {"predictions": [dict(zip(names, row)) for row in zip(*columns)]}
-    keys = [codecs.dumps(name).decode("utf-8") for name in outputs]
+    # one %-operation a row: {"name":%s,...} with the names printed once
+    template = "{" + ",".join(codecs.dumps(name).decode("utf-8").replace("%", "%%") + ":%s"
+                              for name in outputs) + "}"
     columns = [_row_texts(array, name) for name, array in outputs.items()]
-    rows = ("{" + ",".join(f"{key}:{text}" for key, text in zip(keys, row)) + "}"
-            for row in zip(*columns))
+    rows = [template % row for row in zip(*columns)]
     return {"predictions": codecs.Raw("[" + ",".join(rows) + "]")}
 
 

@@ -496,6 +496,14 @@ def test_encode_orders_outputs_and_echoes_id() -> None:
     b'{"inputs":[{"name":"x","datatype":"INT64","shape":[2],"data":[9007199254740993,1]}]}',
     b'{"inputs":[{"name":"x","datatype":"FP64","shape":[0],"data":[]}]}',
     b'{"inputs":"none"}', b'{"id":"no inputs"}', b'[1,2]', b'{"inputs":[1,{"a":2}]}',
+    # simdjson's buffer flattens nesting: the brackets must still be counted
+    b'{"inputs":[{"name":"x","datatype":"FP64","shape":[2],"data":[1,[2]]}]}',
+    b'{"inputs":[{"name":"x","datatype":"FP64","shape":[3],"data":[1,[],[2,3]]}]}',
+    b'{"inputs":[{"name":"x","datatype":"FP64","shape":[2,2],"data":[[1,[2]],[3,4]]}]}',
+    b'{"inputs":[{"name":"x[0]","datatype":"FP64","shape":[2],"data":[1,2]},'
+    b'{"name":"y","datatype":"FP32","shape":[2],"data":[3,[4]]}],"outputs":[{"name":"o"}]}',
+    b'{"inputs":[{"name":"x","datatype":"FP64","shape":[2],"data":[1,2],'
+    b'"parameters":{"p":[[1]]}}],"id":"[["}',
 ])
 def test_loads_v2_infer_matches_loads(body: bytes) -> None:
     from flask_predict import codecs
