@@ -17,6 +17,8 @@ from ...errors import InvalidInput
 from ...types import Tensor
 
 HEADER_LENGTH = "Inference-Header-Content-Length"
+HEADER_LENGTH_KEY = "HTTP_INFERENCE_HEADER_CONTENT_LENGTH"
+"""The same header in the WSGI environ (read there: Werkzeug's header lookup costs more)."""
 """The binary extension's header: length of the JSON part of a body with binary data."""
 
 _LENGTH = struct.Struct("<I")

@@ -72,7 +72,7 @@ def model_metadata(model: str, version: str | None = None) -> ResponseReturnValu
 @bp.post("/v2/models/<model>/versions/<version>/infer")
 def infer(model: str, version: str | None = None) -> ResponseReturnValue:
     state = get_state()
-    head, raw = binary.split_body(read_body(), request.headers.get(binary.HEADER_LENGTH))
+    head, raw = binary.split_body(read_body(), request.environ.get(binary.HEADER_LENGTH_KEY))
     with state.service.use(model, version) as loaded:
         decoded = wire.decode_infer(parse_json(head, codecs.loads_v2_infer), raw, model,
                                     str(loaded.version), loaded.metadata.signature,
