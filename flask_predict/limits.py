@@ -6,6 +6,8 @@ from __future__ import annotations
 import math
 from typing import Iterable
 
+import numpy as np
+
 from .errors import PayloadTooLarge
 from .types import Limits
 
@@ -24,3 +26,13 @@ def check_elements(limits: Limits, shape: Iterable[int], name: str) -> None:
     if count > limits.max_tensor_elements:
         raise PayloadTooLarge(f"input {name!r} has {count} elements; the limit is "
                               f"{limits.max_tensor_elements}")
+
+
+def check_tensors(limits: Limits, tensors: Iterable[tuple[str, np.ndarray]],
+                  batched: bool = True) -> None:
+    """Both checks for named input arrays: the first dimension of each counts as its
+    instances when *batched* (a 0-d array, or any array when not, as one), and its size as
+    its elements."""
+    for name, array in tensors:
+        check_instances(limits, array.shape[0] if batched and array.ndim else 1)
+        check_elements(limits, array.shape, name)

@@ -99,8 +99,6 @@ def float_texts(array: Tensor) -> list[str]:
     Vectorised: Python formats the numbers in one ``%``-operation per kind, a block of
     :data:`_BLOCK` numbers at a time (so the temporaries stay small)."""
     single = array.dtype == np.float32
-    if array.size <= _SMALL:  # tolist() gives each value as a double, exactly
-        return [_write_decimal(value, single) for value in np.ravel(array).tolist()]
     values = np.ravel(array).astype(np.float64)
     if values.size <= _BLOCK:
         return _block_texts(values, single)

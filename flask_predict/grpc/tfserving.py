@@ -53,9 +53,7 @@ class PredictionServicer:
             if signature is None:
                 raise FailedPrecondition(f'Serving signature key "{name}" not found.')
             inputs = decode_inputs(request.inputs, signature)
-            for input_name, array in inputs.items():  # the REST route's limits (413 there)
-                limits.check_instances(self.limits, array.shape[0] if array.ndim else 1)
-                limits.check_elements(self.limits, array.shape, input_name)
+            limits.check_tensors(self.limits, inputs.items())  # the REST route's (413 there)
             outputs = check_output_filter(request.output_filter, signature)
             result = self.service.predict(loaded, InferenceRequest(
                 model=loaded.name, inputs=inputs, version=str(loaded.version), signature=name,

@@ -84,9 +84,8 @@ def default_model(state: PredictState) -> str:
 def check_limits(state: PredictState, message: wire.GrpsRequest) -> None:
     """413 for tensors past ``PREDICT_MAX_INSTANCES`` or ``PREDICT_MAX_TENSOR_ELEMENTS``."""
     if message.is_tensors:
-        for name, array in message.value:
-            limits.check_instances(state.settings.limits, array.shape[0] if array.ndim else 1)
-            limits.check_elements(state.settings.limits, array.shape, name or "ndarray")
+        limits.check_tensors(state.settings.limits,
+                             ((name or "ndarray", array) for name, array in message.value))
 
 
 def predict(state: PredictState, loaded: LoadedVersion,

@@ -14,12 +14,12 @@ from flask import Blueprint, Response, request
 from flask.blueprints import BlueprintSetupState
 from flask.typing import ResponseReturnValue
 
-from ... import codecs
+from ... import codecs, limits
 from ...errors import InvalidInput
 from ...served import LoadedVersion
 from ...state import get_state
 from ...types import InferenceRequest
-from .._http import (JSON_MIMETYPE, check_elements, check_instances, error_handler,
+from .._http import (JSON_MIMETYPE, check_instances, error_handler,
                      json_error, parse_json, read_body, read_json)
 from . import lookup, routing, wire
 
@@ -89,7 +89,7 @@ def predict(model: str, version: str | None = None,
     raw = read_body()
     matrix = codecs.number_matrix(raw, "instances")
     body = {} if matrix is not None else wire.check_body(parse_json(raw))
-    service = get_state().service
+    state = get_state()
     with serving(model, version, label) as loaded:
         if loaded.metadata.instances_door:
             body = body or wire.check_body(parse_json(raw))
@@ -104,12 +104,10 @@ def predict(model: str, version: str | None = None,
             body = body or wire.check_body(parse_json(raw))
             _check_instances(body)
             inputs, row_format = wire.decode_predict(body, signature, name)
-        for input_name, array in inputs.items():
-            check_instances(array.shape[0] if row_format and array.ndim else 1)
-            check_elements(array.shape, input_name)
-        result = service.predict(loaded, InferenceRequest(
+        limits.check_tensors(state.settings.limits, inputs.items(), row_format)
+        result = state.service.predict(loaded, InferenceRequest(
             model=loaded.name, inputs=inputs, version=str(loaded.version), signature=name))
-    exact = get_state().settings.tfserving_numbers == "tfserving"
+    exact = state.settings.tfserving_numbers == "tfserving"
     return tf_response(wire.encode_predict(result.outputs, row_format, exact))
 
 
