@@ -17,6 +17,7 @@ from time import perf_counter
 from typing import TYPE_CHECKING, Any, Callable, Iterator
 
 import grpc
+from google.protobuf.message import DecodeError
 
 from ..errors import Code, PredictError
 from ..record import RequestRecord, current_request
@@ -67,6 +68,30 @@ def as_error(exc: Exception, method: str) -> PredictError:
     return error
 
 
+class _Undecodable:
+    """A request whose bytes are not its message: answered ``INVALID_ARGUMENT``."""
+
+    def __init__(self, reason: str) -> None:
+        self.reason = reason
+
+
+def _decoder(cls: Any) -> Callable[[bytes], Any]:
+    """*cls*'s parser, keeping a parse failure for the handler: grpcio itself would answer
+    ``INTERNAL`` (a server error) for what is the client's mistake."""
+    def decode(data: bytes) -> Any:
+        try:
+            return cls.FromString(data)
+        except DecodeError as exc:
+            return _Undecodable(str(exc))
+    return decode
+
+
+def _refuse_undecodable(request: Any, context: grpc.ServicerContext, method: str) -> None:
+    if isinstance(request, _Undecodable):
+        logger.info("%s: %s", method, request.reason)
+        context.abort(grpc.StatusCode.INVALID_ARGUMENT, request.reason)
+
+
 def _abort(context: grpc.ServicerContext, exc: Exception, method: str) -> None:
     error = as_error(exc, method)
     context.abort(GRPC_STATUS[error.code], error.message)
@@ -89,6 +114,7 @@ class _Calls:
 
         def handle(request: Any, context: grpc.ServicerContext) -> Any:
             context.set_trailing_metadata(self.worker)
+            _refuse_undecodable(request, context, method)
             record = None
             if verb is not None:
                 record = RequestRecord(self.protocol, verb, "-", False, request.ByteSize())
@@ -115,6 +141,7 @@ class _Calls:
 
         def handle(request: Any, context: grpc.ServicerContext) -> Iterator[Any]:
             context.set_trailing_metadata(self.worker)
+            _refuse_undecodable(request, context, method)
             try:
                 yield from call(request)
             except Exception as exc:
@@ -132,7 +159,7 @@ def service_handler(service: str, servicer: object, metrics: Metrics | None = No
     handlers: dict[str, grpc.RpcMethodHandler] = {}
     for method in descriptor.methods:
         call = getattr(servicer, method.name)
-        decode = message_class(method.input_type.full_name).FromString
+        decode = _decoder(message_class(method.input_type.full_name))
         encode = message_class(method.output_type.full_name).SerializeToString
         if method.server_streaming:
             handlers[method.name] = grpc.unary_stream_rpc_method_handler(

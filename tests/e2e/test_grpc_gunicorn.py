@@ -217,6 +217,30 @@ def test_v2_classification_and_requested_outputs(server: GrpcGunicornServer, v2:
     assert list(answer.outputs[0].shape) == body["outputs"][0]["shape"] == [3, 2]
 
 
+@pytest.mark.parametrize("method", [
+    "/inference.GRPCInferenceService/ModelInfer", "/inference.GRPCInferenceService/ModelReady",
+    "/grps.protos.v1.GrpsService/Predict", "/grps.protos.v1.GrpsService/PredictStreaming"])
+def test_bytes_that_are_no_message_are_invalid_argument(server: GrpcGunicornServer,
+                                                        method: str) -> None:
+    """grpcio alone would answer INTERNAL, a server error, for the client's mistake."""
+    with server.channel() as chan:
+        call = (chan.unary_stream(method) if method.endswith("Streaming")
+                else chan.unary_unary(method))
+        for garbage in (b"\x00", b"\xff" * 7):
+            with pytest.raises(grpc.RpcError) as error:
+                for _ in iter_answers(call(garbage, timeout=30)):
+                    pass
+            assert error.value.code() == grpc.StatusCode.INVALID_ARGUMENT, garbage
+            assert "Error parsing message" in error.value.details()
+        # the worker lives on
+        chan.unary_unary("/inference.GRPCInferenceService/ServerLive")(b"", timeout=30)
+
+
+def iter_answers(answer: Any) -> Any:
+    """A streaming call's answers, or a unary call's one answer."""
+    return answer if isinstance(answer, grpc.Call) and hasattr(answer, "__iter__") else [answer]
+
+
 def test_v2_errors_are_status_codes_with_the_rest_message(
         server: GrpcGunicornServer, triton: Any, v2: Any) -> None:
     cases = [("nope", "FP64", ROWS, grpc.StatusCode.NOT_FOUND, 404),
