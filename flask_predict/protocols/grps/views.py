@@ -9,7 +9,7 @@ Every answer is a ``GrpsMessage`` whose ``status`` envelope carries the HTTP sta
 from __future__ import annotations
 
 import html
-from typing import Any, Callable, Iterator
+from typing import Any, Callable, Iterator, Mapping
 
 from flask import Blueprint, Response, request, stream_with_context
 from flask.blueprints import BlueprintSetupState
@@ -95,20 +95,21 @@ def ready() -> ResponseReturnValue:
 @bp.post(f"{ROOT}/infer/predict")
 def predict() -> ResponseReturnValue:
     binary = _is_binary_body()
-    streaming = _query_flag("streaming")
-    return_ndarray = _query_flag("return-ndarray")
+    query = _query()
+    streaming = query.get("streaming", "").lower() == "true"
+    return_ndarray = query.get("return-ndarray", "").lower() == "true"
     if streaming and return_ndarray:
         raise InvalidInput("Streaming and ret ndarray are not supported at the same time.")
     body = read_body()
     if not body:
         raise InvalidInput("The http body is empty.")
+    state = get_state()
     if binary:
         message = wire.GrpsRequest("", "bin_data", body)
     else:
-        message = wire.decode_message(parse_json(body))
-    state = get_state()
+        message = _ndarray_message(state, body) or wire.decode_message(parse_json(body))
     dispatch.check_limits(state, message)
-    model_id = message.model or request.args.get("model") or dispatch.default_model(state)
+    model_id = message.model or query.get("model") or dispatch.default_model(state)
     loaded = dispatch.acquire_model(state, model_id)
     if streaming:
         return _stream(state, loaded, message)  # releases when the stream ends
@@ -118,7 +119,19 @@ def predict() -> ResponseReturnValue:
         loaded.release()
 
 
+def _ndarray_message(state: PredictState, body: bytes) -> wire.GrpsRequest | None:
+    """A body that is only ``{"ndarray": <matrix of numbers>}``, read without a JSON value
+    per number (``codecs.number_matrix``); ``None`` for any other body. Such a body nests
+    three levels deep, within any depth limit but 2 (which the full parse then refuses)."""
+    if state.settings.limits.max_json_depth < 3:
+        return None
+    matrix = codecs.number_matrix(body, "ndarray")
+    return None if matrix is None else wire.ndarray_request("", matrix)
+
+
 def _is_binary_body() -> bool:
+    if request.environ.get("CONTENT_TYPE") == "application/json":  # the usual case, unparsed
+        return False
     if not request.content_type:
         raise InvalidInput("No content type in headers.")
     if request.mimetype == BINARY_MIMETYPE:
@@ -129,8 +142,9 @@ def _is_binary_body() -> bool:
                        "application/json or application/octet-stream.")
 
 
-def _query_flag(name: str) -> bool:
-    return request.args.get(name, "").lower() == "true"
+def _query() -> Mapping[str, str]:
+    """The query's parameters; none (and no parse) without a query string."""
+    return request.args if request.environ.get("QUERY_STRING") else {}
 
 
 def _answer(kind: str, value: Any, return_ndarray: bool) -> Response:

@@ -103,12 +103,17 @@ def decode_message(body: Any) -> GrpsRequest:
             return GrpsRequest(model, kind, decode_gtensors(value))
         return GrpsRequest(model, kind, decode_gmap(value))
     if body.get("ndarray"):
-        return GrpsRequest(model, "ndarray",
-                           [("", codecs.to_array(body["ndarray"], "FP32", "ndarray"))])
+        return ndarray_request(model, body["ndarray"])
     if "bin_data" in body:
         raise InvalidInput("bin_data should use application/octet-stream format.")
     raise InvalidInput("No legal field in json: set one of str_data, gtensors, gmap or "
                        "ndarray, or send bin_data as application/octet-stream.")
+
+
+def ndarray_request(model: str, values: Any) -> GrpsRequest:
+    """An ``ndarray`` message: one unnamed float32 tensor from JSON values (or a matrix the
+    body was parsed into)."""
+    return GrpsRequest(model, "ndarray", [("", codecs.to_array(values, "FP32", "ndarray"))])
 
 
 def decode_gtensors(value: Any) -> list[tuple[str, Tensor]]:

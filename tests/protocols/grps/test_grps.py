@@ -444,3 +444,26 @@ def test_encode_predictions_kinds() -> None:
 def test_to_yaml() -> None:
     text = yaml_text.to_yaml({"a": [1, {"b": "x y", "c": []}], "d": None, "e": {}})
     assert text == 'a:\n  - 1\n  - b: "x y"\n    c: []\nd: null\ne: {}\n'
+
+
+@pytest.mark.parametrize("values", [
+    [[5.1, 3.5, 1.4, 0.2], [6.2, 2.9, 4.3, 1.3]],  # read straight into a matrix
+    [[5, 3, 1, 0]],                                 # integers
+    [[1e39, 3.5, 1.4, 0.2]],                        # past float32: 400 either way
+    [[5.1, 3.5, 1.4]],                              # too narrow for the model
+])
+def test_an_ndarray_body_answers_as_the_full_decode_does(grps: FlaskClient,
+                                                         values: list[list[float]]) -> None:
+    alone = grps.post(PREDICT, json={"ndarray": values})  # only key: the matrix path
+    decoded = grps.post(PREDICT, json={"ndarray": values, "model": ""})  # the JSON values
+    assert (alone.status_code, alone.get_json()) == (decoded.status_code, decoded.get_json())
+
+
+def test_an_ndarray_body_meets_a_depth_limit_of_two(make_app: AppFactory,
+                                                    grps_models: dict[str, Any],
+                                                    tmp_path: Path) -> None:
+    app = make_app(grps_models, grps_default_model="iris", max_json_depth=2,
+                   state_dir=str(tmp_path / "state"))
+    got = app.test_client().post(PREDICT, json={"ndarray": [[5.1, 3.5, 1.4, 0.2]]})
+    assert got.status_code == 400
+    assert "nested too deeply" in got.get_json()["status"]["msg"]
