@@ -23,7 +23,7 @@ from .examples import examples_to_rows
 from .parsing import (SIMDJSON_SAFE_BYTES, check_depth, loads, loads_v2_infer, nesting_depth,
                       number_matrix)
 from .printing import (Raw, array_text, b64_value, dumps, dumps_strict, dumps_tfserving,
-                       element_texts, float_texts, preview, row_texts)
+                       element_texts, float_texts, preview, row_template)
 from .rows import (columns_to_tensors, is_named, json_type, matrix_to_tensors,
                    predictions_to_outputs, predictions_to_tensor, rows_to_tensors,
                    tensor_from_json, tensors_to_instances, tensors_to_rows)
@@ -36,6 +36,6 @@ __all__ = [
     "has_booleans", "int_range", "is_b64", "is_named", "json_type", "json_value", "loads",
     "loads_v2_infer", "matrix_to_tensors", "nesting_depth", "number_matrix", "numpy_dtype",
     "object_array", "out_of_range", "predictions_to_outputs", "predictions_to_tensor",
-    "preview", "row_texts", "rows_to_tensors", "tensor_from_json", "tensors_to_instances",
+    "preview", "row_template", "rows_to_tensors", "tensor_from_json", "tensors_to_instances",
     "tensors_to_rows", "to_array",
 ]

@@ -13,6 +13,7 @@
 from __future__ import annotations
 
 import base64
+import functools
 import math
 from typing import Any, Mapping
 
@@ -180,21 +181,20 @@ def _write_decimal(value: float, single: bool) -> str:
 
 
 def array_text(array: Tensor) -> str:
-    """*array* as nested JSON lists (a 0-d array as a bare value), floats TF Serving's way."""
+    """*array* as nested JSON lists (a 0-d array as a bare value), floats TF Serving's way:
+    every element's text put into one ``%s`` template of the array's shape."""
     if array.ndim == 0:
         return element_texts(array)[0]
-    return "[" + ",".join(row_texts(array)) + "]"
+    template = "[" + ",".join([row_template(array.shape[1:])] * len(array)) + "]"
+    return template % tuple(element_texts(array))
 
 
-def row_texts(array: Tensor) -> list[str]:
-    """The JSON text of each ``array[i]`` (TF Serving's row format)."""
-    if 0 in array.shape:
-        empty: Any = np.empty(array.shape).tolist()
-        return [orjson.dumps(row).decode() for row in empty]
-    items = element_texts(array)
-    for size in reversed(array.shape[1:]):  # innermost dimension first
-        items = ["[" + ",".join(items[i:i + size]) + "]" for i in range(0, len(items), size)]
-    return items
+@functools.lru_cache(maxsize=256)
+def row_template(shape: tuple[int, ...]) -> str:
+    """A ``%s`` for each element of an array of *shape*, nested as JSON lists."""
+    if not shape:
+        return "%s"
+    return "[" + ",".join([row_template(shape[1:])] * shape[0]) + "]"
 
 
 def element_texts(array: Tensor) -> list[str]:

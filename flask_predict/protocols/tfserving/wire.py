@@ -92,12 +92,32 @@ def encode_predict(outputs: Mapping[str, Tensor], row_format: bool,
         names = list(outputs)
         columns = [_rows(array, name) for name, array in outputs.items()]
         return {"predictions": [dict(zip(names, row)) for row in zip(*columns)]}
-    # one %-operation a row: {"name":%s,...} with the names printed once
-    template = "{" + ",".join(codecs.dumps(name).decode("utf-8").replace("%", "%%") + ":%s"
-                              for name in outputs) + "}"
-    columns = [_row_texts(array, name) for name, array in outputs.items()]
-    rows = [template % row for row in zip(*columns)]
-    return {"predictions": codecs.Raw("[" + ",".join(rows) + "]")}
+    return {"predictions": codecs.Raw(_rows_text(outputs, batch or 0))}
+
+
+def _rows_text(outputs: Mapping[str, Tensor], batch: int) -> str:
+    """``[{"name": <row of each output>, ...}, ...]`` printed in one ``%``-operation: a
+    template with the names printed once and a ``%s`` for each number (or for each row of an
+    output that is not numbers), the numbers' texts taken row by row."""
+    slots, columns = [], []
+    for name, array in outputs.items():
+        value = _value(array, name)
+        if isinstance(value, np.ndarray):
+            slots.append(codecs.row_template(value.shape[1:]))
+            columns.append(codecs.element_texts(value))
+        else:
+            slots.append("%s")
+            columns.append([codecs.dumps(row).decode("utf-8") for row in value])
+    row = "{" + ",".join(codecs.dumps(name).decode("utf-8").replace("%", "%%") + ":" + slot
+                         for name, slot in zip(outputs, slots)) + "}"
+    if batch == 1:  # the common online request: no interleaving
+        items = [text for texts in columns for text in texts]
+    elif batch:
+        items = np.concatenate([np.array(texts, dtype=object).reshape(batch, -1)
+                                for texts in columns], axis=1).ravel().tolist()
+    else:
+        items = []
+    return ("[" + ",".join([row] * batch) + "]") % tuple(items)
 
 
 def _value(array: Tensor, name: str) -> Any:
@@ -116,14 +136,6 @@ def _rows(array: Tensor, name: str) -> Any:
     text), bytes as text or ``{"b64"}``."""
     value = _value(array, name)
     return list(value) if isinstance(value, np.ndarray) else value
-
-
-def _row_texts(array: Tensor, name: str) -> list[str]:
-    """The JSON text of each row of an output."""
-    value = _value(array, name)
-    if isinstance(value, np.ndarray):
-        return codecs.row_texts(value)
-    return [codecs.dumps(row).decode("utf-8") for row in value]
 
 
 # --- classify / regress ---------------------------------------------------------------------
