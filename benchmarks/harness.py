@@ -25,7 +25,7 @@ import sys
 import tempfile
 import time
 from contextlib import ExitStack, contextmanager
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Callable, Iterator, Mapping, Sequence
 
@@ -112,23 +112,46 @@ def require_wrk() -> str:
 
 
 @dataclass(frozen=True)
+class Footprint:
+    """A server's start-up time and the resident memory of all its processes."""
+
+    ready_s: float
+    """From starting the command to the first answer of its ready path."""
+    rss_ready_mib: float
+    """Summed RSS once every scenario's answer was checked (models loaded, warm)."""
+    rss_after_mib: float = 0.0
+    """Summed RSS after the last round."""
+
+
+@dataclass(frozen=True)
 class Running:
-    """A started server: its port, and its process group (the command and its workers)."""
+    """A started server: its port, its process group (the command and its workers), and
+    the seconds it took to answer its ready path."""
 
     port: int
     group: int
+    ready_s: float = 0.0
 
-    def cpu_seconds(self) -> float:
-        """User + system CPU time of every live process in the group, from ``/proc``."""
-        total = 0
+    def _group_stats(self) -> Iterator[tuple[Path, list[str]]]:
+        """``/proc/<pid>`` and its ``stat`` fields after the command name, for each live
+        process of the group."""
         for stat in Path("/proc").glob("[0-9]*/stat"):
             try:
                 fields = stat.read_text().rsplit(")", 1)[1].split()
             except (OSError, IndexError):
                 continue  # the process ended meanwhile
-            if int(fields[2]) == self.group:  # pgrp; utime and stime in clock ticks
-                total += int(fields[11]) + int(fields[12])
-        return total / os.sysconf("SC_CLK_TCK")
+            if int(fields[2]) == self.group:  # pgrp
+                yield stat.parent, fields
+
+    def cpu_seconds(self) -> float:
+        """User + system CPU time of every live process in the group, from ``/proc``."""
+        ticks = sum(int(fields[11]) + int(fields[12]) for _, fields in self._group_stats())
+        return ticks / os.sysconf("SC_CLK_TCK")
+
+    def rss_mib(self) -> float:
+        """The resident memory of every live process in the group, summed."""
+        pages = sum(int(fields[21]) for _, fields in self._group_stats())  # rss, in pages
+        return pages * os.sysconf("SC_PAGE_SIZE") / 2 ** 20
 
 
 def free_port() -> int:
@@ -146,13 +169,14 @@ def started(server: Server, timeout: float = 120.0, log_dir: Path | None = None
     env = {**os.environ, **{k: v.replace("{port}", str(port)) for k, v in server.env.items()}}
     log_dir = log_dir or Path(tempfile.gettempdir())
     log_path = log_dir / f"{server.name}.log"
+    begun = time.perf_counter()
     with open(log_path, "wb") as log:
         process = subprocess.Popen(command, env=env, cwd=server.cwd, stdout=log,
                                    stderr=subprocess.STDOUT, start_new_session=True)
     try:
         wait_until_answering(port, server.ready_path, process, timeout, log_path,
                              server.ready_status)
-        yield Running(port, process.pid)
+        yield Running(port, process.pid, time.perf_counter() - begun)
     finally:
         stop(process)
 
@@ -275,12 +299,14 @@ def measure(server: Server, running: Running, scenario: Scenario, round_: int,
 
 
 def run_rounds(servers: Sequence[Server], scenarios: Sequence[Scenario], rounds: int = 3,
-               seconds: float = 5.0, log_dir: Path | None = None) -> list[Result]:
+               seconds: float = 5.0, log_dir: Path | None = None,
+               footprints: dict[str, Footprint] | None = None) -> list[Result]:
     """Every server over every scenario, *rounds* times.
 
     All servers run at once (idle ones cost no CPU) and take turns per scenario, in an
     order that rotates, so a change in the machine's load hits every server alike rather
     than the one measured at that moment. Each answer is checked once before measuring.
+    Each server process's :class:`Footprint` goes into *footprints* (by process name).
     """
     results: list[Result] = []
     with ExitStack() as stack:
@@ -294,6 +320,8 @@ def run_rounds(servers: Sequence[Server], scenarios: Sequence[Scenario], rounds:
             for scenario in scenarios:
                 if server.serves(scenario):
                     check_answer(server, process.port, scenario)
+        ready = {key: Footprint(process.ready_s, process.rss_mib())
+                 for key, process in processes.items()}
         turn = 0
         for round_ in range(1, rounds + 1):
             for scenario in scenarios:
@@ -302,6 +330,10 @@ def run_rounds(servers: Sequence[Server], scenarios: Sequence[Scenario], rounds:
                 for server, process in running[shift:] + running[:shift]:
                     if server.serves(scenario):
                         results.append(measure(server, process, scenario, round_, seconds))
+        if footprints is not None:
+            footprints.update({key: replace(ready[key],
+                                             rss_after_mib=process.rss_mib())
+                               for key, process in processes.items()})
     return results
 
 

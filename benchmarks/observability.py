@@ -1,13 +1,16 @@
-"""What metrics and the access log cost: one-row throughput with them on and off.
+"""What metrics, the access log and the gRPC server cost: one-row throughput with them on
+and off.
 
-The same server twice, ``gunicorn -c gunicorn.conf.py wsgi:app`` with 2 workers serving
-``benchmarks/run.py``'s 20-feature LogisticRegression:
+The same server three times, ``gunicorn -c gunicorn.conf.py wsgi:app`` with 2 workers
+serving ``benchmarks/run.py``'s 20-feature LogisticRegression, each answering HTTP only:
 
+* ``observed + gRPC``: as ``run.py`` starts it, the ``observed`` server with the gRPC
+  server on as well (``FLASK_PREDICT_GRPC_PORT``: each worker runs its own, idle here);
 * ``observed``: the standalone defaults, Prometheus metrics recorded (multiprocess files)
   and one text access-log line per request written to the server's log;
 * ``unobserved``: ``FLASK_PREDICT_METRICS=false`` and ``FLASK_PREDICT_ACCESS_LOG=false``.
 
-Both take turns in every round (see ``harness.run_rounds``); the ratio observed/unobserved
+All take turns in every round (see ``harness.run_rounds``); the ratio observed/unobserved
 of the medians is the figure to read (target: at least 0.95).
 
     .venv/bin/python benchmarks/observability.py [--rounds 5] [--seconds 5]
@@ -41,6 +44,9 @@ def servers(models: Path, route: str) -> list[Server]:
               "FLASK_PREDICT_MODELS": config}
     command = [sys.executable, "-m", "gunicorn", "-c", "gunicorn.conf.py", "wsgi:app"]
     return [
+        Server("observed + gRPC", command, path=route, cwd=run.ROOT,
+               env={**common, "FLASK_PREDICT_GRPC_PORT": str(harness.free_port())},
+               ready_path="/v2/health/ready", ready_status=200, check=run.check_rows),
         Server("observed", command, path=route, cwd=run.ROOT, env=common,
                ready_path="/v2/health/ready", ready_status=200, check=run.check_rows),
         Server("unobserved", command, path=route, cwd=run.ROOT,

@@ -29,7 +29,7 @@ import sys
 import tempfile
 import time
 from pathlib import Path
-from typing import Sequence
+from typing import Mapping, Sequence
 
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
@@ -38,7 +38,7 @@ import floors  # noqa: E402
 import harness  # noqa: E402
 import models  # noqa: E402
 import peers  # noqa: E402
-from harness import Result, Scenario, Server  # noqa: E402
+from harness import Footprint, Result, Scenario, Server  # noqa: E402
 
 ROOT = HERE.parent
 SIZES = {"1 row, 1 conn": (1, 1), "1 row, 16 conns": (1, 16),
@@ -143,8 +143,21 @@ def peers_and_floors_table(results: Sequence[Result], sizes: Sequence[str]) -> s
     return "\n".join(lines)
 
 
+def footprint_table(footprints: Mapping[str, Footprint]) -> str:
+    """Start-up time and memory of each server process, with ratios to ours."""
+    ours = footprints.get("flask-predict")
+    lines = ["| server | ready (s) | RSS when ready (MiB) | RSS after the runs (MiB) |"
+             " ready / ours | RSS after / ours |", "|---|---|---|---|---|---|"]
+    for name, seen in footprints.items():
+        ratios = (f"{seen.ready_s / ours.ready_s:.2f}x | "
+                  f"{seen.rss_after_mib / ours.rss_after_mib:.2f}x" if ours else "n/a | n/a")
+        lines.append(f"| {name} | {seen.ready_s:.2f} | {seen.rss_ready_mib:.0f} | "
+                     f"{seen.rss_after_mib:.0f} | {ratios} |")
+    return "\n".join(lines)
+
+
 def report(results: Sequence[Result], sizes: Sequence[str], rounds: int, seconds: float,
-           load_before: str) -> str:
+           load_before: str, footprints: Mapping[str, Footprint]) -> str:
     sections = [
         f"Measured {time.strftime('%Y-%m-%d %H:%M')} on {os.cpu_count()} cores, {rounds} "
         f"round(s) of {seconds:g} s per scenario, medians; 2 workers per server. Load average "
@@ -161,6 +174,9 @@ def report(results: Sequence[Result], sizes: Sequence[str], rounds: int, seconds
         + route_table(results, sizes, "flask-floor", "requests_per_cpu_s"),
         "Peers and the bare floor against the Flask floor (requests/s):\n\n"
         + peers_and_floors_table(results, sizes),
+        "Start-up and memory, 2 workers per server (ours and the peers with both models; the "
+        "floors with none; RSS summed over each server's processes, master included):\n\n"
+        + footprint_table(footprints),
         "Per server and scenario:\n\n" + harness.raw_table(results)]
     return "\n\n".join(sections)
 
@@ -180,10 +196,11 @@ def main() -> None:
         models_dir = models.train(work / "models")
         counts = tuple(sorted({SIZES[size][0] for size in args.sizes}))
         bodies = models.write_bodies(work, counts)
+        footprints: dict[str, Footprint] = {}
         results = harness.run_rounds(servers(models_dir, not args.no_peers),
                                      scenarios(bodies, args.sizes), args.rounds, args.seconds,
-                                     log_dir=work)
-    text = report(results, args.sizes, args.rounds, args.seconds, load_before)
+                                     log_dir=work, footprints=footprints)
+    text = report(results, args.sizes, args.rounds, args.seconds, load_before, footprints)
     print("\n" + text)
     results_dir = HERE / "results"
     results_dir.mkdir(exist_ok=True)
