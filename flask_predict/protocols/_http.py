@@ -14,6 +14,7 @@ from werkzeug.routing import RoutingException
 from .. import codecs, limits, memory
 from ..errors import InvalidInput, PayloadTooLarge, PredictError
 from ..state import get_state
+from ..types import Tensor
 
 logger = logging.getLogger("flask_predict.protocols")
 
@@ -131,6 +132,18 @@ def parse_json(body: bytes, parse: Callable[[bytes], Any] = codecs.loads) -> Any
     document = parse(body)
     codecs.check_depth(body, get_state().settings.limits.max_json_depth)
     return document
+
+
+MATRIX_DEPTH = 3
+"""How deeply ``{"<key>": [[...], ...]}`` nests."""
+
+
+def number_matrix(body: bytes, key: str) -> Tensor | None:
+    """``codecs.number_matrix`` within ``PREDICT_MAX_JSON_DEPTH``: under a limit of 2 the
+    body is left to the full parse, which refuses it."""
+    if get_state().settings.limits.max_json_depth < MATRIX_DEPTH:
+        return None
+    return codecs.number_matrix(body, key)
 
 
 def read_json_object() -> dict[str, Any]:

@@ -204,6 +204,17 @@ def test_too_many_instances(limited: FlaskClient, protocol: str) -> None:
 
 
 @pytest.mark.parametrize("protocol", PROTOCOLS)
+def test_a_plain_matrix_meets_a_depth_limit_of_two(make_app: Any, model_config: dict[str, Any],
+                                                   protocol: str) -> None:
+    """The matrix bodies some routes read without JSON values nest three levels deep."""
+    shallow = make_app(model_config, max_json_depth=2).test_client()
+    path, body = PROTOCOLS[protocol](ROWS[:2])
+    got = post(shallow, path, json.dumps(body).encode())
+    assert got.status_code == 400
+    assert "nested too deeply" in error_of(protocol, got)
+
+
+@pytest.mark.parametrize("protocol", PROTOCOLS)
 def test_too_deep(limited: FlaskClient, protocol: str) -> None:
     path, body = PROTOCOLS[protocol](ROWS[:2])
     deep = json.dumps(body).encode()[:-1] + b', "extra": [[[[[[[1]]]]]]]}'

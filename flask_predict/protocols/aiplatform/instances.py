@@ -8,7 +8,7 @@ from ... import codecs
 from ...errors import InvalidInput
 from ...served import LoadedVersion
 from ...service import ModelService
-from .._http import check_elements, check_instances, json_kind, parse_json
+from .._http import check_elements, check_instances, json_kind, number_matrix, parse_json
 
 Decoder = Callable[[Any], tuple[list[Any], dict[str, Any]]]
 """Splits a parsed body into the instances and the predictor's keyword arguments."""
@@ -55,7 +55,7 @@ def run_predict(service: ModelService, body: bytes, loaded: LoadedVersion,
     A body that is only a matrix of numbers skips the JSON values (``number_matrix``) when
     the model takes tensors; every other body is decoded, and checked, in full first.
     """
-    matrix = codecs.number_matrix(body, "instances")
+    matrix = number_matrix(body, "instances")
     if matrix is not None:
         check_instances(len(matrix))
         check_elements(matrix.shape, "instances")

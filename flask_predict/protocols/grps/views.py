@@ -24,8 +24,8 @@ from ...served import LoadedVersion
 from ...shared_state import StateDir
 from ...state import EXTENSION_KEY, PredictState, get_state
 from ...traffic import Samples, Snapshot, Totals
-from .._http import (as_predict_error, error_handler, json_response, parse_json, read_body,
-                     read_json)
+from .._http import (as_predict_error, error_handler, json_response, number_matrix, parse_json,
+                     read_body, read_json)
 from . import dispatch, wire
 
 bp = Blueprint("predict_grps", __name__)
@@ -107,7 +107,7 @@ def predict() -> ResponseReturnValue:
     if binary:
         message = wire.GrpsRequest("", "bin_data", body)
     else:
-        message = _ndarray_message(state, body) or wire.decode_message(parse_json(body))
+        message = _ndarray_message(body) or wire.decode_message(parse_json(body))
     dispatch.check_limits(state, message)
     model_id = message.model or query.get("model") or dispatch.default_model(state)
     loaded = dispatch.acquire_model(state, model_id)
@@ -119,13 +119,10 @@ def predict() -> ResponseReturnValue:
         loaded.release()
 
 
-def _ndarray_message(state: PredictState, body: bytes) -> wire.GrpsRequest | None:
+def _ndarray_message(body: bytes) -> wire.GrpsRequest | None:
     """A body that is only ``{"ndarray": <matrix of numbers>}``, read without a JSON value
-    per number (``codecs.number_matrix``); ``None`` for any other body. Such a body nests
-    three levels deep, within any depth limit but 2 (which the full parse then refuses)."""
-    if state.settings.limits.max_json_depth < 3:
-        return None
-    matrix = codecs.number_matrix(body, "ndarray")
+    per number (``number_matrix``); ``None`` for any other body."""
+    matrix = number_matrix(body, "ndarray")
     return None if matrix is None else wire.ndarray_request("", matrix)
 
 

@@ -19,8 +19,8 @@ from ...errors import InvalidInput
 from ...served import LoadedVersion
 from ...state import get_state
 from ...types import InferenceRequest
-from .._http import (JSON_MIMETYPE, check_instances, error_handler,
-                     json_error, parse_json, read_body, read_json)
+from .._http import (JSON_MIMETYPE, check_instances, error_handler, json_error,
+                     number_matrix, parse_json, read_body, read_json)
 from . import lookup, routing, wire
 
 bp = Blueprint("predict_tfserving", __name__)
@@ -85,9 +85,9 @@ def model_metadata(model: str, version: str | None = None,
 def predict(model: str, version: str | None = None,
             label: str | None = None) -> ResponseReturnValue:
     """A body that is only ``{"instances": <matrix of numbers>}`` skips the JSON values
-    (``codecs.number_matrix``) when the signature takes it as it is."""
+    (``number_matrix``) when the signature takes it as it is."""
     raw = read_body()
-    matrix = codecs.number_matrix(raw, "instances")
+    matrix = number_matrix(raw, "instances")
     body = {} if matrix is not None else wire.check_body(parse_json(raw))
     state = get_state()
     with serving(model, version, label) as loaded:

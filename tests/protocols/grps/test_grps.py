@@ -458,12 +458,3 @@ def test_an_ndarray_body_answers_as_the_full_decode_does(grps: FlaskClient,
     decoded = grps.post(PREDICT, json={"ndarray": values, "model": ""})  # the JSON values
     assert (alone.status_code, alone.get_json()) == (decoded.status_code, decoded.get_json())
 
-
-def test_an_ndarray_body_meets_a_depth_limit_of_two(make_app: AppFactory,
-                                                    grps_models: dict[str, Any],
-                                                    tmp_path: Path) -> None:
-    app = make_app(grps_models, grps_default_model="iris", max_json_depth=2,
-                   state_dir=str(tmp_path / "state"))
-    got = app.test_client().post(PREDICT, json={"ndarray": [[5.1, 3.5, 1.4, 0.2]]})
-    assert got.status_code == 400
-    assert "nested too deeply" in got.get_json()["status"]["msg"]
