@@ -35,7 +35,7 @@ class LoadedVersion:
         self.metadata = metadata
         self.path = path
         self.calls = threading.Lock()
-        """Held while the predictor runs (see :func:`flask_predict.service.calling`)."""
+        """Held while the predictor runs (see :meth:`flask_predict.service.ModelService.call`)."""
         self._lock = threading.Lock()
         self._uses = 0
         self._retired = False
