@@ -111,6 +111,17 @@ def test_matrix_to_tensors_needs_one_float_input() -> None:
     assert codecs.matrix_to_tensors(matrix, two) is None
 
 
+@pytest.mark.parametrize("body", MATRIX_BODIES)
+def test_matrix_to_tensors_fp64_is_what_the_rows_make(body: bytes) -> None:
+    matrix = codecs.number_matrix(body, "instances")
+    assert matrix is not None
+    fp64 = Signature(inputs=(TensorSpec("x", "FP64", None),), outputs=())
+    tensors = codecs.matrix_to_tensors(matrix, fp64)
+    assert tensors is not None and tensors["x"] is matrix  # no copy
+    expected = codecs.rows_to_tensors(codecs.loads(body)["instances"], fp64)["x"]
+    assert expected.dtype == np.float64 and expected.tobytes() == matrix.tobytes()
+
+
 def _rows(n: int, width: int) -> list[list[float]]:
     values = np.random.default_rng(n).normal(size=(n, width))
     return [[float(f"{v:.6f}") for v in row] for row in values]
