@@ -42,6 +42,8 @@ class ModelService:
         """How long a request that arrives while the models first load waits for them."""
         self.timeout_seconds = timeout_seconds
         """The time limit of a predictor call for models without their own."""
+        self._synced = False
+        """Whether the repository's first sync was seen done (see :meth:`acquire`)."""
         self.ready_checks: list[Callable[[], bool]] = []
         """More conditions for readiness (the server adds "every worker is ready")."""
 
@@ -80,16 +82,19 @@ class ModelService:
                 version_name: str | None = None) -> LoadedVersion:
         """The version a request names, held: release it with ``release()`` or by using it
         as a context manager (:meth:`use`)."""
-        first_sync = self.repository.first_sync
-        if not first_sync.is_set() and self.load_wait_seconds > 0:
-            # the worker serves while its models load: a request waits for them (as it
-            # would in the listen queue of a worker that loads before serving)
-            first_sync.wait(self.load_wait_seconds)
+        if self.load_wait_seconds > 0 and not self._synced:
+            first_sync = self.repository.first_sync
+            if first_sync.is_set():
+                self._synced = True  # never unset: the next requests skip the event
+            else:
+                # the worker serves while its models load: a request waits for them (as it
+                # would in the listen queue of a worker that loads before serving)
+                first_sync.wait(self.load_wait_seconds)
         for _ in range(_RESOLVE_TRIES):
             loaded = self.repository.get(model, version, label, version_name)
             if loaded.acquire():
                 if (record := current_request.get()) is not None:
-                    record.resolved(loaded.name, loaded.version)  # metrics, access log
+                    record.resolved(loaded.spec.name, loaded.version)  # metrics, access log
                 return loaded
         raise ModelNotReady(f"model {model!r} is being replaced; try again")
 
