@@ -27,14 +27,15 @@ predictor still run.
 
 from __future__ import annotations
 
+import importlib
 import logging
 import signal
 import threading
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
-from types import FrameType
-from typing import Any
+from types import FrameType, TracebackType
+from typing import Any, Callable
 
 from .errors import DeadlineExceeded
 from .types import ModelSpec
@@ -87,35 +88,70 @@ def native() -> Iterator[float | None]:
         raise _Expired()
 
 
-@contextmanager
-def limit(seconds: float | None, model: str) -> Iterator[None]:
+class limit:
     """Run the body for at most *seconds* (see the module's notes for where that holds);
-    raise :class:`DeadlineExceeded` naming *model* when it runs out."""
-    global _deadline
-    if not seconds or not _can_interrupt():
-        if seconds:
-            logger.debug("flask_predict: no time limit for %r outside the main thread", model)
-        yield
-        return
-    previous = _install_handler()
-    _deadline = time.monotonic() + seconds
-    signal.setitimer(signal.ITIMER_REAL, seconds)
-    try:
+    raise :class:`DeadlineExceeded` naming *model* when it runs out.
+
+    A class, not a generator: a predictor call enters one per request."""
+
+    __slots__ = ("seconds", "model", "_previous")
+
+    def __init__(self, seconds: float | None, model: str) -> None:
+        self.seconds = seconds
+        self.model = model
+        self._previous: Any = None
+        """What :func:`_disarm` restores; ``None`` while no timer is armed."""
+
+    def __enter__(self) -> None:
+        global _deadline
+        seconds = self.seconds
+        if not seconds or not _can_interrupt():
+            if seconds:
+                logger.debug("flask_predict: no time limit for %r outside the main thread",
+                             self.model)
+            return
+        self._previous = _install_handler()
+        _deadline = time.monotonic() + seconds
+        signal.setitimer(signal.ITIMER_REAL, seconds)
+
+    def __exit__(self, kind: type[BaseException] | None, exc: BaseException | None,
+                 traceback: TracebackType | None) -> None:
+        previous = self._previous
+        if previous is None:
+            return
+        self._previous = None
         try:
-            yield
-        finally:
             _disarm(previous)
-    except _Expired:
-        _disarm(previous)  # the timer fired while the finally above was running
-        raise DeadlineExceeded(f"model {model!r} did not answer within its time limit of "
-                               f"{seconds:g} s") from None
+        except _Expired:  # the timer fired while disarming
+            _disarm(previous)
+            kind = _Expired
+        if kind is not None and issubclass(kind, _Expired):
+            raise DeadlineExceeded(f"model {self.model!r} did not answer within its time "
+                                   f"limit of {self.seconds:g} s") from None
 
 
 def _can_interrupt() -> bool:
-    return (hasattr(signal, "setitimer")
-            and threading.current_thread() is threading.main_thread()
+    return (_SETITIMER
+            and threading.get_ident() == threading.main_thread().ident
             and _deadline is None
             and signal.getitimer(signal.ITIMER_REAL) == (0.0, 0.0))
+
+
+_SETITIMER = hasattr(signal, "setitimer")
+
+
+def _raw_getsignal() -> Callable[[int], Any]:
+    """``signal.getsignal`` without its conversion of the handler to an enum member, which
+    for a function handler raises and catches a ``ValueError``: most of a limited call's
+    cost. The default handler still compares equal to ``signal.SIG_DFL``."""
+    try:
+        raw: Callable[[int], Any] = importlib.import_module("_signal").getsignal
+    except (ImportError, AttributeError):
+        return signal.getsignal
+    return raw
+
+
+_getsignal = _raw_getsignal()
 
 
 def _install_handler() -> Any:
@@ -123,7 +159,7 @@ def _install_handler() -> Any:
     call: nothing when the handler was already ours or the default one (``_expire`` ignores
     a signal outside a call, so it stays, and the next call skips two system calls), else
     the handler someone else set."""
-    current = signal.getsignal(signal.SIGALRM)
+    current = _getsignal(signal.SIGALRM)
     if current is _expire:
         return _KEEP
     signal.signal(signal.SIGALRM, _expire)

@@ -18,6 +18,7 @@ import os
 import threading
 import time
 from bisect import bisect_left
+from itertools import count
 from weakref import WeakSet
 
 from prometheus_client import (CONTENT_TYPE_LATEST, CollectorRegistry, Counter, Gauge,
@@ -81,11 +82,6 @@ class _Pending:
         """The durations of the failed requests (status 400 and up)."""
         self.last = 0.0
         """When the last request ended (unix time)."""
-
-
-def _observe(histogram: list[float], bounds: tuple[float, ...], value: float) -> None:
-    histogram[0] += value
-    histogram[bisect_left(bounds, value) + 1] += 1
 
 
 class Metrics:
@@ -164,39 +160,59 @@ class Metrics:
         """A fresh start in a new process: no inherited counts or lock."""
         self._lock = threading.Lock()
         self._pending: dict[tuple[str, str, str, str], _Pending] = {}
-        self._active = 0
-        """Requests being answered in this process now."""
+        self._starts = count()
+        """Counts requests as they start, without a lock (``next`` on it is one C call)."""
+        self._reads = 0
+        """How many times :meth:`flush` read ``_starts`` (each read counts one too)."""
+        self._finished = 0
+        """Requests answered in this process."""
         self._active_written = 0
 
     # --- recording (every request) -----------------------------------------------------------
 
     def started(self) -> None:
-        with self._lock:
-            self._active += 1  # written to the in-flight gauge by flush()
+        next(self._starts)  # the in-flight gauge is written by flush()
 
     def finished(self, record: RequestRecord, status: int, response_bytes: int | None,
                  ended: float) -> None:
-        """Count one answered request: its status, sizes and the time of each phase."""
+        """Count one answered request: its status, sizes and the time of each phase (each
+        observation written out: a call per histogram costs more than the rest)."""
         key = (record.protocol, record.model, record.version, record.verb)
+        duration = ended - record.started
         with self._lock:
             pending = self._pending.get(key)
             if pending is None:
                 pending = self._pending[key] = _Pending()
-            pending.codes[status] = pending.codes.get(status, 0) + 1
-            histograms = pending.histograms
-            duration = ended - record.started
-            _observe(histograms[0], LATENCY_BUCKETS, duration)
+            codes = pending.codes
+            codes[status] = codes.get(status, 0) + 1
             if status >= 400:
                 pending.failed_seconds += duration
             pending.last = time.time()
-            _observe(histograms[1], SIZE_BUCKETS, record.request_bytes)
+            self._finished += 1
+            # a value within the first bound is counted there without a search: most of a
+            # small request's are
+            latency, request_size, response_size, before, predict, after = pending.histograms
+            times, sizes = LATENCY_BUCKETS, SIZE_BUCKETS
+            first_time, first_size = times[0], sizes[0]
+            latency[0] += duration
+            latency[1 if duration <= first_time else bisect_left(times, duration) + 1] += 1
+            size = record.request_bytes
+            request_size[0] += size
+            request_size[1 if size <= first_size else bisect_left(sizes, size) + 1] += 1
             if response_bytes is not None:
-                _observe(histograms[2], SIZE_BUCKETS, response_bytes)
+                size = response_bytes
+                response_size[0] += size
+                response_size[1 if size <= first_size else bisect_left(sizes, size) + 1] += 1
             if record.predict_started:
-                _observe(histograms[3], LATENCY_BUCKETS, record.predict_started - record.started)
-                _observe(histograms[4], LATENCY_BUCKETS, record.predict_seconds)
-                _observe(histograms[5], LATENCY_BUCKETS, ended - record.predict_ended)
-            self._active -= 1
+                seconds = record.predict_started - record.started
+                before[0] += seconds
+                before[1 if seconds <= first_time else bisect_left(times, seconds) + 1] += 1
+                seconds = record.predict_seconds
+                predict[0] += seconds
+                predict[1 if seconds <= first_time else bisect_left(times, seconds) + 1] += 1
+                seconds = ended - record.predict_ended
+                after[0] += seconds
+                after[1 if seconds <= first_time else bisect_left(times, seconds) + 1] += 1
         if not _FLUSHER.running:
             _FLUSHER.start()
 
@@ -204,7 +220,9 @@ class Metrics:
         """Write the counts kept in memory to the registry."""
         with self._lock:
             pending, self._pending = self._pending, {}
-            active = self._active
+            started = next(self._starts) - self._reads
+            self._reads += 1
+            active = started - self._finished
         if active != self._active_written:
             self.in_flight.set(active)
             self._active_written = active

@@ -35,7 +35,7 @@ class LoadedVersion:
         self.metadata = metadata
         self.path = path
         self.calls = threading.Lock()
-        """Held while the predictor runs (see :func:`flask_predict.service.calling`)."""
+        """Held while the predictor runs (see :meth:`flask_predict.service.ModelService.call`)."""
         self._lock = threading.Lock()
         self._uses = 0
         self._retired = False
@@ -63,9 +63,9 @@ class LoadedVersion:
             self._uses += 1
             return True
 
-    def release(self) -> None:
+    def release(self, *exc: object) -> None:
         """A request is done with this version; the last one out of a retired version
-        closes it."""
+        closes it. Also the context manager's exit (*exc* is ignored)."""
         with self._lock:
             self._uses -= 1
             close = self._retired and self._uses == 0 and not self._closed
@@ -78,8 +78,7 @@ class LoadedVersion:
         """An acquired version is a context manager: leaving the block releases it."""
         return self
 
-    def __exit__(self, *exc: object) -> None:
-        self.release()
+    __exit__ = release
 
     def retire(self) -> None:
         """No new request may use this version; close it now if none does, else when the

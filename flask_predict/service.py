@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Iterator
-from contextlib import contextmanager
 from time import perf_counter
 from typing import Any, Callable, Mapping, Sequence
 
@@ -43,6 +42,8 @@ class ModelService:
         """How long a request that arrives while the models first load waits for them."""
         self.timeout_seconds = timeout_seconds
         """The time limit of a predictor call for models without their own."""
+        self._synced = False
+        """Whether the repository's first sync was seen done (see :meth:`acquire`)."""
         self.ready_checks: list[Callable[[], bool]] = []
         """More conditions for readiness (the server adds "every worker is ready")."""
 
@@ -81,16 +82,19 @@ class ModelService:
                 version_name: str | None = None) -> LoadedVersion:
         """The version a request names, held: release it with ``release()`` or by using it
         as a context manager (:meth:`use`)."""
-        first_sync = self.repository.first_sync
-        if not first_sync.is_set() and self.load_wait_seconds > 0:
-            # the worker serves while its models load: a request waits for them (as it
-            # would in the listen queue of a worker that loads before serving)
-            first_sync.wait(self.load_wait_seconds)
+        if self.load_wait_seconds > 0 and not self._synced:
+            first_sync = self.repository.first_sync
+            if first_sync.is_set():
+                self._synced = True  # never unset: the next requests skip the event
+            else:
+                # the worker serves while its models load: a request waits for them (as it
+                # would in the listen queue of a worker that loads before serving)
+                first_sync.wait(self.load_wait_seconds)
         for _ in range(_RESOLVE_TRIES):
             loaded = self.repository.get(model, version, label, version_name)
             if loaded.acquire():
                 if (record := current_request.get()) is not None:
-                    record.resolved(loaded.name, loaded.version)  # metrics, access log
+                    record.resolved(loaded.spec.name, loaded.version)  # metrics, access log
                 return loaded
         raise ModelNotReady(f"model {model!r} is being replaced; try again")
 
@@ -104,42 +108,47 @@ class ModelService:
             if unknown:
                 raise InvalidInput(f"unknown output(s) {unknown}; the model's outputs are "
                                    f"{[spec.name for spec in signature.outputs]}")
-        with self.calling(loaded):
-            outputs = loaded.predictor.predict_tensors(request.inputs, request.outputs,
-                                                       request.signature)
+        outputs = self.call(loaded, "predict", loaded.predictor.predict_tensors,
+                            (request.inputs, request.outputs, request.signature))
         if not isinstance(outputs, Mapping) or not all(
                 isinstance(v, np.ndarray) for v in outputs.values()):
             raise PredictorFailed(f"model {loaded.name!r} returned "
                                   f"{type(outputs).__name__}, not a mapping of arrays")
         return InferenceResponse(loaded.name, loaded.version, dict(outputs))
 
-    @contextmanager
-    def calling(self, loaded: LoadedVersion, verb: str = "predict") -> Iterator[None]:
-        """Run a predictor method: our own errors pass, anything else becomes
-        :class:`PredictorFailed` (500, generic message) with the cause chained for the log.
+    def call(self, loaded: LoadedVersion, verb: str, method: Callable[..., Any],
+             args: tuple[Any, ...], kwargs: Mapping[str, Any] | None = None) -> Any:
+        """``method(*args, **kwargs)``, a predictor method: our own errors pass, anything
+        else becomes :class:`PredictorFailed` (500, generic message) with the cause chained
+        for the log.
 
-        One call at a time per model version: a worker's gRPC threads and its HTTP thread never
-        run the same predictor concurrently (predictors need not be thread-safe). The wait and
-        the call are bounded by the model's time limit (:mod:`.deadline`). Both, the wait
-        included, are timed on the request's record (metrics, access log)."""
-        seconds = deadline.seconds_for(loaded.spec, self.timeout_seconds)
+        One call at a time per model version: a worker's gRPC threads and its HTTP thread
+        never run the same predictor concurrently (predictors need not be thread-safe). The
+        wait and the call are bounded by the model's time limit (:mod:`.deadline`). Both, the
+        wait included, are timed on the request's record (metrics, access log). A plain
+        function, not a context manager: every request makes one such call."""
+        spec = loaded.spec
+        seconds = deadline.seconds_for(spec, self.timeout_seconds)
         started = perf_counter()
         try:
-            with deadline.limit(seconds, loaded.name), loaded.calls:
-                yield
+            if seconds:
+                with deadline.limit(seconds, spec.name), loaded.calls:
+                    return method(*args, **(kwargs or {}))
+            with loaded.calls:
+                return method(*args, **(kwargs or {}))
         except PredictError:
             raise
         except Exception as exc:
-            raise PredictorFailed(f"model {loaded.name!r} failed to {verb}") from exc
+            raise PredictorFailed(f"model {spec.name!r} failed to {verb}") from exc
         finally:
             if (record := current_request.get()) is not None:
-                record.predicted(loaded.name, loaded.version, started)
+                record.predicted(spec.name, loaded.version, started)
 
     def predict_instances(self, loaded: LoadedVersion, instances: list[Any],
                           kwargs: Mapping[str, Any]) -> list[Any]:
         """Run the instances door: AI Platform's ``predict(instances, **kwargs)``."""
-        with self.calling(loaded):
-            predictions = loaded.predictor.predict(instances, **kwargs)
+        predictions = self.call(loaded, "predict", loaded.predictor.predict, (instances,),
+                                kwargs)
         if isinstance(predictions, np.ndarray):
             predictions = predictions.tolist()
         if not isinstance(predictions, (list, tuple)):
@@ -151,8 +160,9 @@ class ModelService:
     def predict_matrix(self, loaded: LoadedVersion, matrix: Tensor) -> list[Any] | None:
         """The instances door for instances parsed straight into a float64 matrix;
         ``None`` when *loaded* needs them as JSON values."""
-        with self.calling(loaded):
-            return loaded.predictor.predict_matrix(matrix)
+        predictions: list[Any] | None = self.call(loaded, "predict",
+                                                  loaded.predictor.predict_matrix, (matrix,))
+        return predictions
 
     def predict_stream(self, loaded: LoadedVersion, instances: list[Any],
                        kwargs: Mapping[str, Any]) -> Iterator[list[Any]]:
@@ -163,8 +173,7 @@ class ModelService:
         a single message. ``predict`` is called at once; the items are produced as the
         caller iterates, and a failure while producing one raises :class:`PredictorFailed`.
         """
-        with self.calling(loaded):
-            result = loaded.predictor.predict(instances, **kwargs)
+        result = self.call(loaded, "predict", loaded.predictor.predict, (instances,), kwargs)
         if isinstance(result, np.ndarray):
             result = result.tolist()
         if isinstance(result, (list, tuple)):
@@ -177,8 +186,7 @@ class ModelService:
     def classify(self, loaded: LoadedVersion, examples: Sequence[Example],
                  signature: str | None = None) -> Classification:
         """Class labels and scores (TF Serving's ``:classify``)."""
-        with self.calling(loaded, "classify"):
-            result = loaded.predictor.classify(examples, signature)
+        result = self.call(loaded, "classify", loaded.predictor.classify, (examples, signature))
         if not isinstance(result, Classification):
             raise PredictorFailed(f"model {loaded.name!r} returned {type(result).__name__}, "
                                   "not a Classification")
@@ -187,8 +195,7 @@ class ModelService:
     def regress(self, loaded: LoadedVersion, examples: Sequence[Example],
                 signature: str | None = None) -> Tensor:
         """One value per example (TF Serving's ``:regress``)."""
-        with self.calling(loaded, "regress"):
-            values = loaded.predictor.regress(examples, signature)
+        values = self.call(loaded, "regress", loaded.predictor.regress, (examples, signature))
         return np.asarray(values)
 
 

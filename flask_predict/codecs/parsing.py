@@ -16,6 +16,7 @@ Policy, decided once here:
 
 from __future__ import annotations
 
+import functools
 import re
 import threading
 from typing import Any
@@ -204,13 +205,14 @@ fewer instructions than simdjson below that, more above."""
 
 
 def _small_number_matrix(body: bytes, key: str) -> Tensor | None:
-    """:func:`number_matrix` by orjson: the body's only quotes are its one key's, and no
-    ``true``, ``false`` or ``null`` appear, so every value is a number or an array."""
-    if body.count(b'"') != 2 or b"true" in body or b"false" in body or b"null" in body:
+    """:func:`number_matrix` by orjson, for a body that is nothing but ``{"<key>": ...}``
+    around number text (:func:`_number_member`): every value is then a number or an array."""
+    exact = _number_member(body, key)
+    if exact is None:
         return None
     try:
         document = orjson.loads(body)
-    except orjson.JSONDecodeError:  # NaN tokens, huge integers, bad JSON: loads decides
+    except orjson.JSONDecodeError:  # huge integers, bad JSON: loads decides
         return None
     if type(document) is not dict or len(document) != 1:
         return None
@@ -218,13 +220,50 @@ def _small_number_matrix(body: bytes, key: str) -> Tensor | None:
     if type(rows) is not list or not rows or type(rows[0]) is not list or not rows[0]:
         return None
     try:
-        matrix = np.array(rows)
+        matrix = np.array(rows, dtype=np.float64)
     except (ValueError, OverflowError):  # ragged rows
         return None
-    if matrix.ndim != 2 or matrix.dtype.kind not in "if" or (
-            matrix.size and np.abs(matrix).max() >= 2 ** 53):
+    if matrix.ndim != 2:
         return None
-    return matrix.astype(np.float64, copy=False)
+    # without exponents and with no 16 digits in a row, every number is under 10**15
+    if exact and _SIXTEEN_DIGITS not in body.translate(_DIGITS_AS_ZEROS):
+        return matrix
+    if np.abs(matrix).max() >= 2 ** 53:
+        return None  # from 2**53 on, an integer's rounding could differ from to_array's
+    return matrix
+
+
+_NUMBER_TEXT = b"0123456789.-,[] \t\n\r"
+"""What arrays of numbers without exponents are written with."""
+_EXPONENT_TEXT = b"eE+"
+_SIXTEEN_DIGITS = b"0" * 16
+
+
+def _number_member(body: bytes, key: str) -> bool | None:
+    """Whether *body*, once its number text is deleted, is left as ``{"<key>":}`` would be:
+    ``True`` when no number has an exponent, ``False`` when some may, ``None`` when the
+    body holds anything else (a string, ``true``, ``null``, another key, ``NaN``...).
+
+    Its only quotes are then the key's, so the key is its only string; outside it are only
+    ``{``, ``:``, ``}`` and number text. One pass at C speed, where a search for each token
+    costs a pass each."""
+    expected = _member_texts(key)
+    if expected is None:
+        return None
+    rest = body.translate(None, _NUMBER_TEXT)
+    if rest == expected[0]:
+        return True
+    return False if rest.translate(None, _EXPONENT_TEXT) == expected[1] else None
+
+
+@functools.lru_cache(maxsize=16)
+def _member_texts(key: str) -> tuple[bytes, bytes] | None:
+    """What :func:`_number_member` compares to: ``{"<key>":}`` without number text, then
+    without exponent text too; ``None`` for a key with quotes or escapes."""
+    if '"' in key or "\\" in key or not key.isprintable():
+        return None
+    plain = ('{"' + key + '":}').encode().translate(None, _NUMBER_TEXT)
+    return plain, plain.translate(None, _EXPONENT_TEXT)
 
 
 def loads_v2_infer(body: bytes) -> Any:

@@ -303,10 +303,15 @@ def _shape_text(shape: Sequence[int]) -> str:
 
 def matrix_to_tensors(matrix: Tensor, signature: Signature) -> dict[str, Tensor] | None:
     """What :func:`rows_to_tensors` makes of the rows of a ``number_matrix``, or ``None``
-    unless *signature* has one FP32/FP64 input (other dtypes need the JSON values)."""
+    unless *signature* has one FP32/FP64 input (other dtypes need the JSON values).
+
+    An FP64 input takes the matrix as it is: ``number_matrix`` answers only float64 values
+    under 2**53, all lossless there."""
     if len(signature.inputs) != 1:
         return None
     spec = signature.inputs[0]
+    if spec.datatype == "FP64" and matrix.dtype == np.float64:
+        return {spec.name: matrix}
     if spec.datatype not in _LOSSLESS or not _lossless(matrix, spec.datatype):
         return None
     return {spec.name: matrix.astype(V2_TO_NUMPY[spec.datatype], copy=False)}

@@ -7,6 +7,7 @@ import zlib
 from typing import Any, Callable, Iterable
 
 from flask import Response, current_app, request
+from flask.globals import _cv_request
 from flask.typing import ResponseReturnValue
 from werkzeug.exceptions import ClientDisconnected, HTTPException, RequestEntityTooLarge
 from werkzeug.routing import RoutingException
@@ -31,9 +32,9 @@ def read_body() -> bytes:
     ``PREDICT_MAX_INFLATE_RATIO`` times its compressed size."""
     settings = get_state().settings
     limit = settings.max_request_bytes
-    # the WSGI environ itself, looked up once: Werkzeug's parsed-header properties cost
-    # more than the rest of reading a one-row body
-    environ = request.environ
+    # the WSGI environ itself, looked up once and not through the request proxy:
+    # Werkzeug's parsed-header properties cost more than the rest of reading a one-row body
+    environ = _cv_request.get().request.environ
     body = _read_raw(environ, limit)
     encoding = environ.get("HTTP_CONTENT_ENCODING")
     if encoding is not None:

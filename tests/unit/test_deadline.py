@@ -176,3 +176,29 @@ def test_grps_answers_504_in_its_envelope(app: Flask) -> None:
     assert answer.status_code == 504, answer.get_data(as_text=True)
     status = answer.get_json()["status"]
     assert (status["code"], status["status"]) == (504, "FAILURE")
+
+
+def test_the_raw_handler_look_up_agrees_with_signals_own() -> None:
+    def mine(signum: int, frame: Any) -> None:
+        pass
+
+    for handler in (mine, signal.SIG_DFL, signal.SIG_IGN):
+        previous = signal.signal(signal.SIGALRM, handler)
+        try:
+            assert deadline._getsignal(signal.SIGALRM) == signal.getsignal(signal.SIGALRM)
+        finally:
+            signal.signal(signal.SIGALRM, previous)
+
+
+def test_a_limit_without_seconds_arms_nothing() -> None:
+    with deadline.limit(None, "m"):
+        assert deadline.remaining() is None
+        assert signal.getitimer(signal.ITIMER_REAL) == (0.0, 0.0)
+
+
+def test_an_error_in_the_body_passes_and_disarms() -> None:
+    with pytest.raises(KeyError):
+        with deadline.limit(5, "m"):
+            raise KeyError("x")
+    assert deadline.remaining() is None
+    assert signal.getitimer(signal.ITIMER_REAL) == (0.0, 0.0)

@@ -216,3 +216,22 @@ def test_requests_during_the_first_load_wait_for_it(model_root: Path) -> None:
         release.set()
     waiting.join(30)
     assert answers[0].status_code == 200 and answers[0].get_json() == {"predictions": [7]}
+
+
+def test_get_state_is_the_current_apps_own(model_config: dict[str, Any]) -> None:
+    from flask_predict.state import EXTENSION_KEY, get_state
+
+    first, second = host_app(), host_app()
+    for app in (first, second):
+        app.config["PREDICT_MODELS"] = model_config
+        app.config["PREDICT_POLL_SECONDS"] = 0
+        FlaskPredict(app)
+    with first.app_context():
+        assert get_state() is first.extensions[EXTENSION_KEY]
+        with second.test_request_context("/"):
+            assert get_state() is second.extensions[EXTENSION_KEY]
+        assert get_state() is first.extensions[EXTENSION_KEY]
+    with pytest.raises(RuntimeError, match="application context"):
+        get_state()
+    for app in (first, second):
+        close_app(app)

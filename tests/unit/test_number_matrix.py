@@ -20,6 +20,9 @@ MATRIX_BODIES = [
     b'{"instances": [[1, 2], [3, 4]]}',                      # integers
     b'{"instances": [[9007199254740991, 1.5]]}',              # 2**53 - 1
     b'{"instances": [[1e15, 5e-324, 2.2250738585072014e-308]]}',
+    b'{"instances": [[1.5e+3, -2E-2], [7, 0]]}',             # exponents with signs
+    b'{"instances": [[1000000000000000.5, 0.12345678901234567890]]}',  # 16 digits and more
+    b'{"instances": [[-9007199254740991.0]]}',
 ]
 
 OTHER_BODIES = [
@@ -34,6 +37,11 @@ OTHER_BODIES = [
     b'{"instances": [[9007199254740993, 1]]}',                 # 2**53 + 1
     b'{"instances": [[18446744073709551616]]}',                # over 64 bits
     b'{"instances": [[1e300]]}',                               # large: left to to_array
+    b'{"instances": [[9007199254740993.0]]}',                  # a float from 2**53 on
+    b'{"instances": [[1, -90071992547409930]]}',               # an integer far past it
+    b'{"instances": [[[1, 2]]]}',                              # three levels
+    b'{"instances": [[1, 2]], "": 1}',                         # an empty second key
+    b'{"instances": [[1, 2]], "x": [[3]]}',
     b'{"instances": [1, 2, 3]}',                               # one value per instance
     b'{"instances": [[], []]}',                                # no columns
     b'{"instances": []}',
@@ -67,6 +75,28 @@ def test_matrix_leaves_other_bodies_to_the_general_path(body: bytes, pad: int) -
     assert codecs.number_matrix(body + b" " * pad, "instances") is None
 
 
+@pytest.mark.parametrize("body", [
+    b'{"instanc\\u0065s": [[1, 2]]}',                        # an escaped key
+    b'{"inst\\"ances": [[1, 2]]}',
+    b'{"instances": [[1, 2]]}'.replace(b" ", b"\t"),
+    b'{"instances":[[1,2]],"instances":[[3,4]]}',
+])
+def test_matrix_answers_as_the_general_path_or_not_at_all(body: bytes) -> None:
+    matrix = codecs.number_matrix(body, "instances")
+    if matrix is not None:
+        expected = codecs.to_array(codecs.loads(body)["instances"], "FP64", "instances")
+        assert matrix.tobytes() == expected.tobytes() and matrix.shape == expected.shape
+
+
+@pytest.mark.parametrize("key", ["instances", "x1 2", "e+E", "k\"ey", "\\", "\u00e9"])
+def test_matrix_reads_only_its_key(key: str) -> None:
+    body = json.dumps({key: [[1, 2.5e3]]}, ensure_ascii=False).encode()
+    matrix = codecs.number_matrix(body, key)
+    assert matrix is None or matrix.tolist() == [[1.0, 2500.0]]
+    assert codecs.number_matrix(body, key + "x") is None
+    assert codecs.number_matrix(json.dumps({key: [[1, True]]}).encode(), key) is None
+
+
 def test_matrix_to_tensors_needs_one_float_input() -> None:
     matrix = np.array([[1.0, 2.5]])
     fp32 = Signature(inputs=(TensorSpec("x", "FP32", (-1, 2)),), outputs=())
@@ -79,6 +109,17 @@ def test_matrix_to_tensors_needs_one_float_input() -> None:
     two = Signature(inputs=(TensorSpec("a", "FP32", None), TensorSpec("b", "FP32", None)),
                     outputs=())
     assert codecs.matrix_to_tensors(matrix, two) is None
+
+
+@pytest.mark.parametrize("body", MATRIX_BODIES)
+def test_matrix_to_tensors_fp64_is_what_the_rows_make(body: bytes) -> None:
+    matrix = codecs.number_matrix(body, "instances")
+    assert matrix is not None
+    fp64 = Signature(inputs=(TensorSpec("x", "FP64", None),), outputs=())
+    tensors = codecs.matrix_to_tensors(matrix, fp64)
+    assert tensors is not None and tensors["x"] is matrix  # no copy
+    expected = codecs.rows_to_tensors(codecs.loads(body)["instances"], fp64)["x"]
+    assert expected.dtype == np.float64 and expected.tobytes() == matrix.tobytes()
 
 
 def _rows(n: int, width: int) -> list[list[float]]:

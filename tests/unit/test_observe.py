@@ -195,3 +195,40 @@ def test_every_protocol_view_has_a_verb(make_app: AppFactory,
     names = {view.__name__ for endpoint, view in app.view_functions.items()
              if endpoint.startswith("predict_")}
     assert names - set(VERBS) == set()
+
+
+def test_metrics_buckets_and_in_flight_count_exactly(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Values at, under and over a histogram's first bound land where prometheus_client's
+    own ``observe`` puts them; the in-flight gauge counts started minus finished."""
+    from prometheus_client import CollectorRegistry, Histogram
+
+    from flask_predict import metrics as metrics_module
+    from flask_predict.record import RequestRecord
+
+    monkeypatch.delenv(metrics_module.MULTIPROC_VARIABLE, raising=False)
+    metrics = metrics_module.Metrics()
+    try:
+        reference = Histogram("ref", "", buckets=metrics_module.LATENCY_BUCKETS,
+                              registry=CollectorRegistry())
+        sizes = Histogram("ref_sizes", "", buckets=metrics_module.SIZE_BUCKETS,
+                          registry=CollectorRegistry())
+        for _ in range(3):
+            metrics.started()
+        metrics.flush()
+        assert metrics.in_flight._value.get() == 3
+        for duration, size in [(0.0005, 256), (0.0001, 10), (0.0006, 257), (3.0, 10 ** 9)]:
+            record = RequestRecord("p", "predict", "id", False, size)
+            record.started = 0.0
+            metrics.finished(record, 200, size, duration)
+            reference.observe(duration)
+            sizes.observe(size)
+        metrics.flush()
+        assert metrics.in_flight._value.get() == -1  # three started, four finished
+        mine = metrics.duration.labels("p", "", "", "predict")
+        assert [b.get() for b in mine._buckets] == [b.get() for b in reference._buckets]
+        assert mine._sum.get() == pytest.approx(reference._sum.get())
+        for child in (metrics.request_size.labels("p", "", "", "predict"),
+                      metrics.response_size.labels("p", "", "", "predict")):
+            assert [b.get() for b in child._buckets] == [b.get() for b in sizes._buckets]
+    finally:
+        metrics.close()

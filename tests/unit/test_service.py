@@ -87,3 +87,28 @@ def test_tensor_door(state: PredictState) -> None:
         with pytest.raises(PredictorFailed, match="not a mapping of arrays"):
             service.predict(loaded, InferenceRequest("f", {"x": np.array([-1.0])}))
     assert loaded.uses == 0
+
+
+def test_a_call_is_timed_on_the_record_and_holds_the_version_lock(state: PredictState) -> None:
+    from flask_predict.record import RequestRecord, current_request
+
+    service = state.service
+    record = RequestRecord("test", "predict", "id", False, 0)
+    token = current_request.set(record)
+    seen: list[bool] = []
+    try:
+        with service.use("f") as loaded:
+            def inside(value: int, *, twice: bool) -> int:
+                seen.append(loaded.calls.locked())
+                return value * 2 if twice else value
+
+            assert service.call(loaded, "predict", inside, (3,), {"twice": True}) == 6
+            with pytest.raises(PredictorFailed, match="failed to regress"):
+                service.call(loaded, "regress", inside, (3,), {"wrong": 1})
+            assert not loaded.calls.locked()
+    finally:
+        current_request.reset(token)
+    assert seen == [True]
+    assert (record.model, record.version) == ("f", "4")
+    assert 0 < record.predict_started <= record.predict_ended
+    assert record.predict_seconds > 0
