@@ -84,6 +84,13 @@ class _Pending:
         """When the last request ended (unix time)."""
 
 
+def _observe(histogram: list[float], bounds: tuple[float, ...], value: float) -> None:
+    """Count *value* in a histogram kept as ``[sum, count per bucket ...]``; one within the
+    first bound (most of a small request's) needs no search."""
+    histogram[0] += value
+    histogram[1 if value <= bounds[0] else bisect_left(bounds, value) + 1] += 1
+
+
 class Metrics:
     """The series one app records into, and the registry that exposes them.
 
@@ -175,8 +182,7 @@ class Metrics:
 
     def finished(self, record: RequestRecord, status: int, response_bytes: int | None,
                  ended: float) -> None:
-        """Count one answered request: its status, sizes and the time of each phase (each
-        observation written out: a call per histogram costs more than the rest)."""
+        """Count one answered request: its status, sizes and the time of each phase."""
         key = (record.protocol, record.model, record.version, record.verb)
         duration = ended - record.started
         with self._lock:
@@ -189,30 +195,15 @@ class Metrics:
                 pending.failed_seconds += duration
             pending.last = time.time()
             self._finished += 1
-            # a value within the first bound is counted there without a search: most of a
-            # small request's are
             latency, request_size, response_size, before, predict, after = pending.histograms
-            times, sizes = LATENCY_BUCKETS, SIZE_BUCKETS
-            first_time, first_size = times[0], sizes[0]
-            latency[0] += duration
-            latency[1 if duration <= first_time else bisect_left(times, duration) + 1] += 1
-            size = record.request_bytes
-            request_size[0] += size
-            request_size[1 if size <= first_size else bisect_left(sizes, size) + 1] += 1
+            _observe(latency, LATENCY_BUCKETS, duration)
+            _observe(request_size, SIZE_BUCKETS, record.request_bytes)
             if response_bytes is not None:
-                size = response_bytes
-                response_size[0] += size
-                response_size[1 if size <= first_size else bisect_left(sizes, size) + 1] += 1
+                _observe(response_size, SIZE_BUCKETS, response_bytes)
             if record.predict_started:
-                seconds = record.predict_started - record.started
-                before[0] += seconds
-                before[1 if seconds <= first_time else bisect_left(times, seconds) + 1] += 1
-                seconds = record.predict_seconds
-                predict[0] += seconds
-                predict[1 if seconds <= first_time else bisect_left(times, seconds) + 1] += 1
-                seconds = ended - record.predict_ended
-                after[0] += seconds
-                after[1 if seconds <= first_time else bisect_left(times, seconds) + 1] += 1
+                _observe(before, LATENCY_BUCKETS, record.predict_started - record.started)
+                _observe(predict, LATENCY_BUCKETS, record.predict_seconds)
+                _observe(after, LATENCY_BUCKETS, ended - record.predict_ended)
         if not _FLUSHER.running:
             _FLUSHER.start()
 
