@@ -71,14 +71,18 @@ def main() -> None:
         body = work / "body-1.json"
         body.write_bytes(models.instances(models.rows(1)))
         scenario = Scenario(f"lr 1 row, {args.route}", "lr", body, connections=16, rows=1)
+        footprints: dict[str, harness.Footprint] = {}
         results = harness.run_rounds(servers(work / "models", ROUTES[args.route]),
-                                     [scenario], args.rounds, args.seconds, log_dir=work)
+                                     [scenario], args.rounds, args.seconds, log_dir=work,
+                                     footprints=footprints)
     report = "\n\n".join([
         f"Measured {time.strftime('%Y-%m-%d')} on {os.cpu_count()} cores, {args.rounds} "
         f"rounds of {args.seconds:g} s, medians; 16 connections, 2 workers per server.",
         "Requests/s:\n\n" + harness.ratio_table(results, "unobserved"),
         "Requests per CPU second of the server's processes:\n\n"
         + harness.ratio_table(results, "unobserved", metric="requests_per_cpu_s"),
+        "Start-up and memory (summed RSS of the master and both workers):\n\n"
+        + run.footprint_table(footprints, "unobserved"),
         "Per round:\n\n" + harness.raw_table(results),
     ])
     print("\n" + report)

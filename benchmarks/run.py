@@ -143,11 +143,11 @@ def peers_and_floors_table(results: Sequence[Result], sizes: Sequence[str]) -> s
     return "\n".join(lines)
 
 
-def footprint_table(footprints: Mapping[str, Footprint]) -> str:
-    """Start-up time and memory of each server process, with ratios to ours."""
-    ours = footprints.get("flask-predict")
+def footprint_table(footprints: Mapping[str, Footprint], base: str = "flask-predict") -> str:
+    """Start-up time and memory of each server process, with ratios to *base*'s."""
+    ours = footprints.get(base)
     lines = ["| server | ready (s) | RSS when ready (MiB) | RSS after the runs (MiB) |"
-             " ready / ours | RSS after / ours |", "|---|---|---|---|---|---|"]
+             f" ready / {base} | RSS after / {base} |", "|---|---|---|---|---|---|"]
     for name, seen in footprints.items():
         ratios = (f"{seen.ready_s / ours.ready_s:.2f}x | "
                   f"{seen.rss_after_mib / ours.rss_after_mib:.2f}x" if ours else "n/a | n/a")
