@@ -6,7 +6,10 @@ exactness check, on 2,000 random rows with 20% missing values (NaN) for a binary
 multiclass (3 x 30 trees) and a regression model (100 trees), values and margins:
 
 * ``inplace_predict``: ``Booster.inplace_predict``, the reference (what the plugin did);
-* ``DensePredict``: the plugin's path now, the same C call with its settings printed once;
+* ``DensePredict``: the same C call with its settings printed once;
+* ``small-batch walk``: ``flask_predict_xgboost.small``, the trees walked in numpy for every
+  row at once (XGBoost's bits, checked when the model loads);
+* ``plugin (fastest)``: the plugin's path now, the walk up to a few rows, else DensePredict;
 * ``DMatrix + predict``: a DMatrix per call, as KServe's xgbserver predicts;
 * ``Treelite GTIL``: Treelite's general tree inference library on the converted model;
 * ``TL2cgen``: the model compiled to C by TL2cgen and gcc, loaded beside the Booster.
@@ -39,6 +42,7 @@ sys.path.insert(0, str(ROOT / "plugins" / "xgboost"))
 import harness  # noqa: E402
 import models  # noqa: E402
 from flask_predict_xgboost.dense import DensePredict  # noqa: E402
+from flask_predict_xgboost.small import fastest, small_batch_predict  # noqa: E402
 
 Predict = Callable[[np.ndarray], np.ndarray]
 
@@ -74,10 +78,16 @@ def candidates(booster: xgb.Booster, work: Path) -> dict[bool, dict[str, Predict
 
     def kinds(margin: bool) -> dict[str, Predict]:
         kind = "margin" if margin else "value"
+        dense = DensePredict(booster, margin=margin)
+        walk = small_batch_predict(booster, np.nan, (0, 0), margin, dense)
+        if walk is None:
+            raise RuntimeError("the small-batch walk refused the benchmark's model")
         return {
             "inplace_predict": lambda x: booster.inplace_predict(x, missing=np.nan,
                                                                  predict_type=kind),
-            "DensePredict": DensePredict(booster, margin=margin),
+            "DensePredict": dense,
+            "small-batch walk": walk,
+            "plugin (fastest)": fastest(booster, margin=margin),
             "DMatrix + predict": lambda x: booster.predict(xgb.DMatrix(x, nthread=1),
                                                            output_margin=margin),
             "Treelite GTIL": lambda x: shaped(treelite.gtil.predict(

@@ -3,8 +3,9 @@ model's own methods answer.
 
 A classifier's ``predict`` and ``predict_proba`` both start from the same call
 (``XGBModel.predict``: the class probabilities) and differ only in what they make of it
-afterwards; :func:`one_pass` makes that call once (:class:`DensePredict`) and derives both
-answers the way XGBoost's scikit-learn wrapper does. It does so only for the model types
+afterwards; :func:`one_pass` makes that call once (:func:`small.fastest`: XGBoost's own C
+call, or for a few rows the same bits from the trees' arrays) and derives both answers the
+way XGBoost's scikit-learn wrapper does. It does so only for the model types
 whose methods are XGBoost's own and whose derivation is known; every other model is left to
 its own methods.
 """
@@ -18,7 +19,7 @@ import xgboost as xgb
 
 from flask_predict.types import Tensor
 
-from .dense import DensePredict
+from .small import fastest
 
 OnePass = Callable[[Tensor], dict[str, Tensor]]
 """C-contiguous float32 rows -> every output of the model, by name."""
@@ -29,7 +30,7 @@ def one_pass(model: xgb.Booster | xgb.XGBModel) -> OnePass | None:
     exactly as it does (a subclass that overrides them, ``gblinear`` through the wrapper,
     a custom objective, ``multi:softmax``, multi-label classifiers)."""
     if isinstance(model, xgb.Booster):
-        dense = DensePredict(model)  # Booster.inplace_predict(rows, missing=NaN)
+        dense = fastest(model)  # Booster.inplace_predict(rows, missing=NaN)
         return lambda rows: {"predict": dense(rows)}
     cls = type(model)
     if not model._can_use_inplace_predict():  # gblinear: the wrapper builds a DMatrix
@@ -40,7 +41,7 @@ def one_pass(model: xgb.Booster | xgb.XGBModel) -> OnePass | None:
     except (AttributeError, TypeError, ValueError):
         return None
     # XGBModel.predict(rows): an in-place prediction with the wrapper's settings
-    raw = DensePredict(model.get_booster(), missing, (int(begin), int(end)))
+    raw = fastest(model.get_booster(), missing, (int(begin), int(end)))
     if isinstance(model, xgb.XGBClassifier):
         if (cls.predict is not xgb.XGBClassifier.predict
                 or cls.predict_proba is not xgb.XGBClassifier.predict_proba):
@@ -51,7 +52,7 @@ def one_pass(model: xgb.Booster | xgb.XGBModel) -> OnePass | None:
     return None
 
 
-def _classifier(model: xgb.XGBClassifier, raw: DensePredict) -> OnePass | None:
+def _classifier(model: xgb.XGBClassifier, raw: Callable[[Tensor], Tensor]) -> OnePass | None:
     """``XGBClassifier.predict`` and ``predict_proba`` from one ``XGBModel.predict``, as
     XGBoost writes them: binary (``binary:logistic``), a probability over 0.5 is class 1
     and the probabilities are ``[1 - p, p]``; multiclass (``multi:softprob``), the first

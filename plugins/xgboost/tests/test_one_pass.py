@@ -1,7 +1,7 @@
 """One XGBoost call per request answers exactly what XGBoost's own methods answer.
 
-XGBoost's own path is the reference: ``Booster.inplace_predict`` for :class:`DensePredict`,
-the scikit-learn wrapper's ``predict``/``predict_proba`` for the predictor's outputs; random
+XGBoost's own path is the reference: ``Booster.inplace_predict`` for :class:`DensePredict`
+and for the small-batch walk (:mod:`flask_predict_xgboost.small`), the scikit-learn wrapper's ``predict``/``predict_proba`` for the predictor's outputs; random
 rows with missing values (NaN), and models whose answers tie.
 """
 
@@ -18,6 +18,8 @@ import xgboost as xgb
 from flask_predict.types import Tensor
 from flask_predict_xgboost import XGBoostPredictor
 from flask_predict_xgboost.dense import DensePredict
+from flask_predict_xgboost.small import (TRANSFORMS, SmallBatchPredict, fastest,
+                                         small_batch_predict)
 
 FEATURES = 6
 
@@ -181,3 +183,99 @@ def test_booster_answers_as_inplace_predict(tmp_path: Path) -> None:
     data = rows(30)
     assert_same(predictor.predict_tensors({"inputs": data})["predict"],
                 booster.inplace_predict(data, missing=math.nan))
+
+
+# --- the small-batch walk: XGBoost's own bits, or not used ------------------------------
+
+def train(objective: str, rounds: int = 30, **params: object) -> xgb.Booster:
+    x, y = training(objective)
+    settings: dict[str, object] = {"objective": objective, "max_depth": 5, "nthread": 1,
+                                   **params}
+    if objective.startswith("multi"):
+        settings["num_class"] = 3
+    return xgb.train(settings, xgb.DMatrix(x, label=y), num_boost_round=rounds)
+
+
+def near_thresholds(walk: SmallBatchPredict, count: int, seed: int) -> Tensor:
+    """Rows whose values sit on, just under or just over the model's split thresholds."""
+    rng = np.random.default_rng(seed)
+    cuts = walk.threshold[np.isfinite(walk.threshold)]
+    picked = rng.choice(cuts, size=(count, FEATURES)).astype(np.float32)
+    side = rng.integers(-1, 2, size=picked.shape)
+    x = np.where(side < 0, np.nextafter(picked, np.float32(-np.inf)),
+                 np.where(side > 0, np.nextafter(picked, np.float32(np.inf)), picked))
+    x[rng.random(x.shape) < 0.2] = np.nan
+    return np.ascontiguousarray(x, dtype=np.float32)
+
+
+@pytest.mark.parametrize("objective", sorted(TRANSFORMS))
+@pytest.mark.parametrize("margin", [False, True])
+def test_the_walk_gives_xgboosts_bits(objective: str, margin: bool) -> None:
+    booster = train(objective)
+    kind = "margin" if margin else "value"
+    walk = small_batch_predict(booster, math.nan, (0, 0), margin,
+                               DensePredict(booster, margin=margin))
+    assert walk is not None
+    for count in range(1, walk.max_rows + 1):
+        for data in (rows(count, seed=count), near_thresholds(walk, count, seed=count)):
+            assert_same(walk(data), booster.inplace_predict(data, missing=np.nan,
+                                                            predict_type=kind))
+
+
+def test_many_random_single_rows() -> None:
+    booster = train("binary:logistic", rounds=100, max_depth=6)
+    walk = small_batch_predict(booster, math.nan, (0, 0), False, DensePredict(booster))
+    assert walk is not None
+    data = np.concatenate((rows(2000, seed=5), near_thresholds(walk, 2000, seed=6)))
+    expected = booster.inplace_predict(data, missing=np.nan)
+    got = np.concatenate([walk(data[i:i + 1]) for i in range(len(data))])
+    assert_same(got, expected)
+
+
+def test_single_leaf_trees() -> None:
+    x = np.ones((12, FEATURES), dtype=np.float32)
+    booster = xgb.train({"objective": "binary:logistic", "nthread": 1},
+                        xgb.DMatrix(x, label=np.arange(12) % 2), num_boost_round=3)
+    walk = small_batch_predict(booster, math.nan, (0, 0), False, DensePredict(booster))
+    assert walk is not None and walk.depth == 0
+    data = rows(3)
+    assert_same(walk(data), booster.inplace_predict(data, missing=np.nan))
+
+
+def test_a_walk_that_would_differ_is_not_used() -> None:
+    booster = train("binary:logistic")
+    dense = DensePredict(booster)
+
+    def one_bit_off(data: Tensor) -> Tensor:
+        result: Tensor = np.nextafter(dense(data), np.float32(2))
+        return result
+
+    assert small_batch_predict(booster, math.nan, (0, 0), False, one_bit_off) is None
+    assert isinstance(fastest(train("count:poisson")), DensePredict)
+
+
+def test_what_the_walk_does_not_reproduce_goes_to_xgboost() -> None:
+    booster = train("binary:logistic")
+    dense = DensePredict(booster)
+    assert small_batch_predict(booster, 0.0, (0, 0), False, dense) is None
+    assert small_batch_predict(booster, math.nan, (2, 9), False, dense) is None
+    for objective in ("count:poisson", "multi:softmax", "binary:hinge"):
+        other = train(objective, rounds=5)
+        assert small_batch_predict(other, math.nan, (0, 0), False, DensePredict(other)) is None
+    x, y = training("reg:squarederror")
+    linear = xgb.train({"booster": "gblinear", "nthread": 1}, xgb.DMatrix(x, label=y), 5)
+    assert isinstance(fastest(linear), DensePredict)
+    categorical = xgb.train({"nthread": 1, "max_cat_to_onehot": 1, "tree_method": "hist"},
+                            xgb.DMatrix(np.abs(np.nan_to_num(x)).astype(int).astype(np.float32),
+                                        label=y, enable_categorical=True,
+                                        feature_types=["c"] + ["q"] * (FEATURES - 1)), 5)
+    assert isinstance(fastest(categorical), DensePredict)
+
+
+def test_fastest_walks_small_batches_and_calls_xgboost_for_the_rest() -> None:
+    booster = train("binary:logistic")
+    predict = fastest(booster)
+    assert not isinstance(predict, DensePredict)
+    for count in (1, 5, 6, 7, 64, 500):
+        data = rows(count, seed=count)
+        assert_same(predict(data), booster.inplace_predict(data, missing=np.nan))
