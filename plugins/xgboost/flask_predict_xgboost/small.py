@@ -203,7 +203,8 @@ def small_batch_predict(booster: xgb.Booster, missing: float, iteration_range: t
                         ) -> SmallBatchPredict | None:
     """The small-batch walk of *booster*, or ``None`` where it cannot answer exactly what
     *reference* (XGBoost's own call with the same settings) answers: another booster, missing
-    value, iteration range, objective or split type, or other bits on random rows."""
+    value, iteration range, objective or split type, a model of more than :data:`MAX_CELLS`
+    nodes, or other bits on random rows."""
     if not np.isnan(missing) or tuple(iteration_range) not in ((0, 0),):
         return None
     try:
@@ -219,6 +220,8 @@ def small_batch_predict(booster: xgb.Booster, missing: float, iteration_range: t
             return None
         if any(int(t["tree_param"].get("size_leaf_vector", "1") or 1) > 1 for t in trees):
             return None
+        if sum(len(t["left_children"]) for t in trees) > MAX_CELLS:
+            return None  # one row already costs more here than XGBoost's call
         walk = SmallBatchPredict(model, margin)
     except (KeyError, ValueError, TypeError, IndexError) as exc:
         logger.debug("xgboost: no small-batch walk for this model: %s", exc)

@@ -270,6 +270,9 @@ def test_what_the_walk_does_not_reproduce_goes_to_xgboost() -> None:
                                         label=y, enable_categorical=True,
                                         feature_types=["c"] + ["q"] * (FEATURES - 1)), 5)
     assert isinstance(fastest(categorical), DensePredict)
+    noise = np.random.default_rng(0).normal(size=5000)  # deep trees: over MAX_CELLS nodes
+    large = xgb.train({"max_depth": 8, "nthread": 1}, xgb.DMatrix(rows(5000), label=noise), 60)
+    assert isinstance(fastest(large), DensePredict)
 
 
 def test_fastest_walks_small_batches_and_calls_xgboost_for_the_rest() -> None:
