@@ -22,6 +22,7 @@ import orjson
 import simplejson
 
 from ..types import Tensor
+from .digits import significant_texts
 
 
 def dumps(obj: Any) -> bytes:
@@ -93,6 +94,9 @@ _NON_FINITE = {True: "Infinity", False: "-Infinity"}
 _SMALL = 16
 """Arrays up to this size are printed number by number (numpy's fixed cost is larger)."""
 _BLOCK = 65536
+_VECTOR = 1000
+"""From this many float64 numbers of one kind on, :func:`digits.significant_texts` prints
+them (below, its fixed cost is more than it saves)."""
 
 
 def float_texts(array: Tensor) -> list[str]:
@@ -121,16 +125,33 @@ def _block_texts(values: Tensor, single: bool) -> list[str]:
     if exact.all() and finite.all():
         for mask, form, source in kinds:  # one kind only (the usual case): one operation
             if mask.all():
-                return _formatted(form, source.tolist())
+                return _wide_texts(source, single) if form == wide else _formatted(
+                    form, source.tolist())
     texts = np.empty(values.size, dtype=object)
     for mask, form, source in kinds:
         index = np.flatnonzero(mask)
         if index.size:
-            texts[index] = _formatted(form, source[index].tolist())
+            texts[index] = _wide_texts(source[index], single) if form == wide else _formatted(
+                form, source[index].tolist())
     for i in np.flatnonzero(~(finite & exact)).tolist():  # non-finite, or past 1e-17..1e27
         texts[i] = _write_decimal(float(values[i]), single)
     result: list[str] = texts.tolist()
     return result
+
+
+def _wide_texts(values: Tensor, single: bool) -> list[str]:
+    """``%.9g``/``%.17g`` of finite, non-zero values that are not whole numbers: float64
+    arrays from :data:`_VECTOR` values on by :func:`digits.significant_texts` (1.8 times
+    faster on 20,000), what it leaves, smaller arrays and float32 (``%.9g`` costs less) by
+    ``%``."""
+    form = "%.9g" if single else "%.17g"
+    if single or values.size < _VECTOR:
+        return _formatted(form, values.tolist())
+    texts, left = significant_texts(values, 17)
+    if left.size:
+        for index, text in zip(left.tolist(), _formatted(form, values[left].tolist())):
+            texts[index] = text
+    return texts
 
 
 def _formatted(form: str, values: list[float]) -> list[str]:
