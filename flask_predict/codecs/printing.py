@@ -222,12 +222,13 @@ def element_texts(array: Tensor) -> list[str]:
     """Each element's JSON text, flattened row-major."""
     if array.dtype in (np.float32, np.float64):
         return float_texts(array)
-    flat = np.ravel(array).tolist()
-    if array.dtype.kind == "b":
-        return ["true" if v else "false" for v in flat]
-    if array.dtype.kind in "iu":
-        return [str(v) for v in flat]
-    return [orjson.dumps(v, option=orjson.OPT_SERIALIZE_NUMPY).decode() for v in flat]
+    if array.dtype.kind in "biu":  # orjson prints the whole array in C: split its text
+        if not array.size:
+            return []
+        text = orjson.dumps(np.ravel(array), option=orjson.OPT_SERIALIZE_NUMPY).decode()
+        return text[1:-1].split(",")
+    return [orjson.dumps(v, option=orjson.OPT_SERIALIZE_NUMPY).decode()
+            for v in np.ravel(array).tolist()]
 
 
 def dumps_tfserving(obj: Any) -> bytes:

@@ -30,6 +30,10 @@ OTHER_BODIES = [
     b'{"instances": [[1, 2], [3]]}',                           # ragged
     b'{"instances": [[1, 2], [3, [4]]]}',                      # nested
     b'{"instances": [[1, [2]], 3]}',                           # nested, mixed
+    b'{"instances": [[1, 2], [3, 4], [5, 6, 7], [8]]}',        # ragged, same count
+    b'{"instances": [[1, [2]], "ab"]}',                        # a string row of 2 letters
+    b'{"instances": [[1, [2]], {"a": 1, "b": 2}]}',            # an object row of 2 keys
+    b'{"instances": [[1, []], [3, 4]]}',                       # an empty nested array
     b'{"instances": [[1, 2], [3, null]]}',                     # null
     b'{"instances": [[1, true]]}',                             # boolean
     b'{"instances": [[1, "2"]]}',                              # string

@@ -110,13 +110,17 @@ def _rows_text(outputs: Mapping[str, Tensor], batch: int) -> str:
             columns.append([codecs.dumps(row).decode("utf-8") for row in value])
     row = "{" + ",".join(codecs.dumps(name).decode("utf-8").replace("%", "%%") + ":" + slot
                          for name, slot in zip(outputs, slots)) + "}"
-    if batch == 1:  # the common online request: no interleaving
+    if batch <= 1:  # the common online request: no interleaving
         items = [text for texts in columns for text in texts]
-    elif batch:
-        items = np.concatenate([np.array(texts, dtype=object).reshape(batch, -1)
-                                for texts in columns], axis=1).ravel().tolist()
-    else:
-        items = []
+    else:  # row after row: each column's k-th text of a row lands every *stride* items
+        stride = sum(len(texts) for texts in columns) // batch
+        items = [""] * (stride * batch)
+        offset = 0
+        for texts in columns:
+            width = len(texts) // batch
+            for k in range(width):
+                items[offset + k::stride] = texts[k::width]
+            offset += width
     return ("[" + ",".join([row] * batch) + "]") % tuple(items)
 
 
