@@ -6,6 +6,8 @@ Serving's own wording, so clients that match on it keep working.
 
 from __future__ import annotations
 
+import functools
+
 from typing import Any, Mapping
 
 import numpy as np
@@ -108,8 +110,7 @@ def _rows_text(outputs: Mapping[str, Tensor], batch: int) -> str:
         else:
             slots.append("%s")
             columns.append([codecs.dumps(row).decode("utf-8") for row in value])
-    row = "{" + ",".join(codecs.dumps(name).decode("utf-8").replace("%", "%%") + ":" + slot
-                         for name, slot in zip(outputs, slots)) + "}"
+    row = _row_template(tuple(outputs), tuple(slots))
     if batch <= 1:  # the common online request: no interleaving
         items = [text for texts in columns for text in texts]
     else:  # row after row: each column's k-th text of a row lands every *stride* items
@@ -122,6 +123,13 @@ def _rows_text(outputs: Mapping[str, Tensor], batch: int) -> str:
                 items[offset + k::stride] = texts[k::width]
             offset += width
     return ("[" + ",".join([row] * batch) + "]") % tuple(items)
+
+
+@functools.lru_cache(maxsize=256)
+def _row_template(names: tuple[str, ...], slots: tuple[str, ...]) -> str:
+    """``{"<name>": <slot>, ...}`` with each name printed once (a ``%`` in it doubled)."""
+    return "{" + ",".join(codecs.dumps(name).decode("utf-8").replace("%", "%%") + ":" + slot
+                          for name, slot in zip(names, slots)) + "}"
 
 
 def _value(array: Tensor, name: str) -> Any:
