@@ -43,6 +43,8 @@ class DensePredict:
         if (matrix.dtype != np.float32 or matrix.ndim != 2
                 or not matrix.flags.c_contiguous or not matrix.flags.aligned):
             raise ValueError("DensePredict takes an aligned C-contiguous float32 matrix")
+        if not matrix.shape[0]:  # what inplace_predict answers an empty batch
+            return np.empty((0,), dtype=np.float32)
         interface = b'{"data": [%d, true], "shape": [%d, %d], "typestr": "<f4", "version": 3}' % (
             matrix.ctypes.data, matrix.shape[0], matrix.shape[1])
         shape = ctypes.POINTER(ctypes.c_uint64)()

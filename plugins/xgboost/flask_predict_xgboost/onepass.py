@@ -73,6 +73,9 @@ def _classifier(model: xgb.XGBClassifier, raw: Callable[[Tensor], Tensor]) -> On
     if objective == "multi:softprob" and n_classes > 2:
         def multiclass(rows: Tensor) -> dict[str, Tensor]:
             probabilities = raw(rows)
+            if probabilities.ndim == 1:  # an empty batch: no row, one column per class
+                return {"predict": np.empty((0,), dtype=np.int64),
+                        "predict_proba": np.empty((0, n_classes), dtype=np.float32)}
             return {"predict": np.argmax(probabilities, axis=1),
                     "predict_proba": probabilities}
         return multiclass

@@ -282,3 +282,20 @@ def test_fastest_walks_small_batches_and_calls_xgboost_for_the_rest() -> None:
     for count in (1, 5, 6, 7, 64, 500):
         data = rows(count, seed=count)
         assert_same(predict(data), booster.inplace_predict(data, missing=np.nan))
+
+
+def test_empty_batches(tmp_path: Path) -> None:
+    """No row: XGBoost's own shapes, one column per class for a multiclass classifier
+    (XGBoost's wrapper answers two columns there, the binary layout)."""
+    booster = train("binary:logistic")
+    empty = rows(0)
+    assert_same(fastest(booster)(empty), booster.inplace_predict(empty, missing=np.nan))
+    assert_same(DensePredict(booster)(empty), booster.inplace_predict(empty, missing=np.nan))
+    for make, classes in ((binary_classifier, 2), (multiclass_classifier, 3)):
+        model = make()
+        folder = tmp_path / str(classes)
+        folder.mkdir()
+        got = load(folder, model).predict_tensors({"inputs": empty})
+        assert_same(got["predict"], np.asarray(model.predict(empty)).astype(np.int64))
+        assert got["predict_proba"].shape == (0, classes)
+        assert got["predict_proba"].dtype == np.float32
