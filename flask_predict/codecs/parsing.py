@@ -189,8 +189,9 @@ def number_matrix(body: bytes, key: str) -> Tensor | None:
         # every row of *width* items and no array but the rows: so every row is an array of
         # numbers (len() of a number raises TypeError; as_buffer refuses a row that is an
         # object or a string, and anything but numbers inside the rows)
-        lengths = set(map(len, rows))  # type: ignore[arg-type]  # a number raises TypeError
-        if not width or _count_byte(body, b"[") != len(rows) + 1 or lengths != {width}:
+        if not width or _count_byte(body, b"[") != len(rows) + 1:
+            return None
+        if set(map(len, rows)) != {width}:  # type: ignore[arg-type]  # a number: TypeError
             return None
         flat = np.frombuffer(rows.as_buffer(of_type="d"), dtype=np.float64)
     except (ValueError, TypeError, RuntimeError, KeyError, IndexError):

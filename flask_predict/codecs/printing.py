@@ -125,27 +125,24 @@ def _block_texts(values: Tensor, single: bool) -> list[str]:
     if exact.all() and finite.all():
         for mask, form, source in kinds:  # one kind only (the usual case): one operation
             if mask.all():
-                return _wide_texts(source, single) if form == wide else _formatted(
-                    form, source.tolist())
+                return _kind_texts(form, source)
     texts = np.empty(values.size, dtype=object)
     for mask, form, source in kinds:
         index = np.flatnonzero(mask)
         if index.size:
-            texts[index] = _wide_texts(source[index], single) if form == wide else _formatted(
-                form, source[index].tolist())
+            texts[index] = _kind_texts(form, source[index])
     for i in np.flatnonzero(~(finite & exact)).tolist():  # non-finite, or past 1e-17..1e27
         texts[i] = _write_decimal(float(values[i]), single)
     result: list[str] = texts.tolist()
     return result
 
 
-def _wide_texts(values: Tensor, single: bool) -> list[str]:
-    """``%.9g``/``%.17g`` of finite, non-zero values that are not whole numbers: float64
-    arrays from :data:`_VECTOR` values on by :func:`digits.significant_texts` (1.8 times
-    faster on 20,000), what it leaves, smaller arrays and float32 (``%.9g`` costs less) by
-    ``%``."""
-    form = "%.9g" if single else "%.17g"
-    if single or values.size < _VECTOR:
+def _kind_texts(form: str, values: Tensor) -> list[str]:
+    """Each of *values* printed by the ``%`` format *form*: ``%.17g`` of :data:`_VECTOR`
+    values or more by :func:`digits.significant_texts` (1.8 times faster on 20,000; the
+    caller passes it only finite, non-zero values that are not whole numbers), what it leaves
+    and everything else by ``%`` (``%.9g`` costs less than the numpy path)."""
+    if form != "%.17g" or values.size < _VECTOR:
         return _formatted(form, values.tolist())
     texts, left = significant_texts(values, 17)
     if left.size:

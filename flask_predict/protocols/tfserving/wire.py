@@ -7,7 +7,6 @@ Serving's own wording, so clients that match on it keep working.
 from __future__ import annotations
 
 import functools
-
 from typing import Any, Mapping
 
 import numpy as np

@@ -205,7 +205,7 @@ def small_batch_predict(booster: xgb.Booster, missing: float, iteration_range: t
     *reference* (XGBoost's own call with the same settings) answers: another booster, missing
     value, iteration range, objective or split type, a model of more than :data:`MAX_CELLS`
     nodes, or other bits on random rows."""
-    if not np.isnan(missing) or tuple(iteration_range) not in ((0, 0),):
+    if not np.isnan(missing) or tuple(iteration_range) != (0, 0):
         return None
     try:
         model = json.loads(bytes(booster.save_raw("json")))
