@@ -17,6 +17,7 @@ from __future__ import annotations
 
 from .arrays import (b64_bytes, b64_decode, check_shape, dense_shape, has_booleans, is_b64,
                      json_value, object_array, to_array)
+from .cells import GRID_FROM, block, lines_text
 from .dtypes import (FLOAT_DATATYPES, INT64_MAX, INT64_MIN, NUMPY_TO_V2, TF_NAMES, V2_TO_NUMPY,
                      datatype_of, int_range, numpy_dtype, out_of_range)
 from .examples import examples_to_rows
@@ -29,13 +30,13 @@ from .rows import (columns_to_tensors, is_named, json_type, matrix_to_tensors,
                    tensor_from_json, tensors_to_instances, tensors_to_rows)
 
 __all__ = [
-    "FLOAT_DATATYPES", "INT64_MAX", "INT64_MIN", "NUMPY_TO_V2", "SIMDJSON_SAFE_BYTES",
-    "TF_NAMES", "V2_TO_NUMPY", "Raw", "array_text", "b64_bytes", "b64_decode", "b64_value",
+    "FLOAT_DATATYPES", "GRID_FROM", "INT64_MAX", "INT64_MIN", "NUMPY_TO_V2", "SIMDJSON_SAFE_BYTES",
+    "TF_NAMES", "V2_TO_NUMPY", "array_text", "b64_bytes", "b64_decode", "b64_value", "block",
     "check_depth", "check_shape", "columns_to_tensors", "datatype_of", "dense_shape", "dumps",
     "dumps_strict", "dumps_tfserving", "element_texts", "examples_to_rows", "float_texts",
-    "has_booleans", "int_range", "is_b64", "is_named", "json_type", "json_value", "loads",
-    "loads_v2_infer", "matrix_to_tensors", "nesting_depth", "number_matrix", "numpy_dtype",
-    "object_array", "out_of_range", "predictions_to_outputs", "predictions_to_tensor",
-    "preview", "row_template", "rows_to_tensors", "tensor_from_json", "tensors_to_instances",
-    "tensors_to_rows", "to_array",
+    "has_booleans", "int_range", "is_b64", "is_named", "json_type", "json_value", "lines_text",
+    "loads", "loads_v2_infer", "matrix_to_tensors", "nesting_depth", "number_matrix",
+    "numpy_dtype", "object_array", "out_of_range", "predictions_to_outputs",
+    "predictions_to_tensor", "preview", "Raw", "row_template", "rows_to_tensors",
+    "tensor_from_json", "tensors_to_instances", "tensors_to_rows", "to_array",
 ]

@@ -1,90 +1,162 @@
-"""Many floats printed as C's ``%.17g`` prints them, at numpy speed.
+"""Large arrays of floats printed as TF Serving's ``WriteDecimal`` prints them, at numpy speed.
 
-Python formats a double with 17 significant digits in about 0.5 us (a correctly rounded
-``dtoa``), most of a TF Serving response of 10,000 rows of probabilities.
-:func:`significant_texts` computes the same digits for a whole array: each value is scaled by
-an exact power of ten in long double (64 bits of mantissa), rounded to an integer of
-*digits* digits, and the digits are laid out as ``%g`` lays them out (fixed notation from
-1e-4 up to 10**digits, trailing zeros cut). A value whose scaled product falls too near a
-rounding midpoint for its 64 bits to decide (about 3% of random doubles), or that needs an
-exponent, is left to the caller's ``%``; every text answered here equals ``%``'s.
+``WriteDecimal`` prints ``%g``, reads it back, and prints ``%.9g`` (float32) or ``%.17g``
+(float64) when those six digits do not give the value back. Python formats a double with
+17 digits in about 0.5 us (a correctly rounded ``dtoa``), most of a large response of
+probabilities. :func:`float_cells` finds every value's digits with numpy and lays out the
+texts with numpy's string functions, each one C loop over the whole array:
+
+1. each value is scaled by an exact power of ten in long double (64 bits of mantissa) and
+   rounded to an integer of *P* digits (9 or 17): the ``%.9g``/``%.17g`` digits. A product
+   too near a rounding midpoint for 64 bits to decide is left to the caller, as is a value
+   that would need a power of ten past 10**27 (or has no long double to scale in);
+2. those digits rounded again to six are ``%g``'s (a remainder exactly on the midpoint is
+   left to the caller); the double that text stands for is one exact operation away, so
+   "does ``%g`` read back" is one comparison;
+3. orjson prints the integers (every one *P* digits long, so the text is a grid), and the
+   texts are cut and joined as ``%g`` lays them out: fixed notation from 1e-4 up to
+   10**digits, else an exponent of at least two digits; trailing zeros cut; ``.0`` after
+   a whole number, as TF Serving adds it.
+
+Every text answered here equals the rule's, value by value (:func:`write_decimal`).
 """
 
 from __future__ import annotations
 
+import math
+from typing import Any
+
 import numpy as np
+import orjson
 
 from ..types import Tensor
 
 EXACT = np.finfo(np.longdouble).nmant >= 63
 """Long double has the 64-bit mantissa the error bound needs (x86's extended precision,
-or quad); elsewhere (where it is a double) every value is left to ``%``."""
+or quad); elsewhere (where it is a double) every value is left to the caller."""
 
-_POWERS = np.cumprod(np.array([1] + [10] * 27, dtype=np.longdouble))
+CELL = np.dtype("S25")
+"""One number's text: at most 24 characters (``-1.2345678901234567e-308``), NUL-padded."""
+
+_LONG_POWERS = np.cumprod(np.array([1] + [10] * 27, dtype=np.longdouble))
 """10**0..10**27, exact in a 64-bit mantissa (5**27 < 2**64)."""
-_MARGIN = 2.0 ** -6
-"""How near a rounding midpoint a scaled value may fall: its error is at most
-10**17 * 2**-64 (about 0.0054) of a unit in the last digit."""
-_QUADS = np.array([b"%04d" % i for i in range(10000)]).view(np.uint32)
-"""Four digits' text for each of 0..9999, as one 32-bit word."""
-_ZERO, _POINT, _NOTHING = ord("0"), ord("."), 0
-_LOWEST = -4
+_POWERS = np.array([float(10 ** i) for i in range(23)])
+"""10**0..10**22: the powers of ten that are exact doubles."""
+_MARGINS = {9: 2.0 ** -30, 17: 2.0 ** -7}
+"""How near a rounding midpoint a scaled value may fall: the product's error is at most
+10**P * 2**-64 of a unit in its last digit (about 0.0054 for 17 digits, under 2**-7)."""
+_LOWEST = {9: -17, 17: -11}
+"""The lowest decimal exponent printed here: 17 digits of 1e-11 need 10**27, and the
+``%g`` candidate of a float32 at most 10**22."""
+_FIXED_FROM = -4
 """``%g`` writes exponents from -4 up to (not including) its precision without ``e``."""
+_LEADS = np.array([b"", b"0.", b"0.0", b"0.00", b"0.000"])
+"""What comes before the digits of a value with exponent -1..-4."""
+_EXPONENTS = np.array([b"e%+03d" % e for e in range(-30, 31)])
+"""``e-05``, ``e+17``: ``%g``'s exponent, from -30 (index 0) to 30."""
+_NON_FINITE = {True: "Infinity", False: "-Infinity"}
 
 
-def significant_texts(values: Tensor, digits: int) -> tuple[list[str], Tensor]:
-    """``"%.<digits>g" % v`` for finite, non-zero float64 *values* that are not whole
-    numbers, and the indices (into *values*) of those left to the caller (their entry in
-    the list is then empty)."""
-    count = values.size
+def write_decimal(value: float, single: bool) -> str:
+    """One number as ``WriteDecimal`` prints it: the rule, value by value."""
+    if not math.isfinite(value):
+        return "NaN" if math.isnan(value) else _NON_FINITE[value > 0]
+    text = "%g" % value
+    back = float(text)
+    if (np.float32(back) != np.float32(value)) if single else back != value:
+        text = ("%.9g" if single else "%.17g") % value
+    return text if "." in text or "e" in text else text + ".0"
+
+
+def float_cells(values: Tensor, single: bool) -> tuple[Tensor, Tensor]:
+    """``WriteDecimal``'s text of each float64 value (*single*: of a float32 tensor) as a
+    :data:`CELL` array, and the indices of the values left to the caller (their cell is
+    empty)."""
+    precision = 9 if single else 17
     magnitude = np.abs(values)
     with np.errstate(all="ignore"):
-        exponent = np.floor(np.log10(magnitude)).astype(np.int64)
-        usable = (exponent >= _LOWEST) & (exponent < digits) & (magnitude > 0)
-        if not EXACT:
-            usable[:] = False
-        exponent[~usable] = 0
-        scaled = magnitude.astype(np.longdouble) * _POWERS[digits - 1 - exponent]
-        whole = scaled.astype(np.int64)  # below 10**digits: exact
+        exponent = np.floor(np.log10(magnitude))
+        usable = np.isfinite(exponent) & (exponent >= _LOWEST[precision]) & (
+            exponent < precision)
+        exponent = np.where(usable, exponent, 0).astype(np.int64)
+        scaled = magnitude.astype(np.longdouble) * _LONG_POWERS[precision - 1 - exponent]
+        whole = scaled.astype(np.int64)  # below 10**precision: exact
         fraction = (scaled - whole).astype(np.float64)
-    rounded = whole + (fraction > 0.5)
-    usable &= (np.abs(fraction - 0.5) >= _MARGIN) & (rounded >= 10 ** (digits - 1)) & (
-        rounded < 10 ** digits)
-    rounded[~usable] = 10 ** (digits - 1)
-    text = _digit_text(rounded, digits)  # (count, digits) ASCII
-    last = digits - 1 - np.argmax(text[:, ::-1] != _ZERO, axis=1)  # last non-zero digit
-    usable &= (exponent < 0) | (last > exponent)  # a fraction is written (not a whole number)
-    width = digits + 3 - _LOWEST  # sign, "0." and three zeros, the digits, ","
-    line = np.zeros((count, width), dtype=np.uint8)
-    line[:, 0] = np.where(values < 0, ord("-"), _NOTHING)
-    end = np.empty(count, dtype=np.int64)  # the column of the last digit written
-    for power in np.flatnonzero(np.bincount(exponent[usable] - _LOWEST)) + _LOWEST:
-        rows = np.flatnonzero(usable & (exponent == power))
-        if power >= 0:  # d.ddd: the point after digit *power*
-            line[rows, 1:power + 2] = text[rows, :power + 1]
-            line[rows, power + 2] = _POINT
-            line[rows, power + 3:digits + 2] = text[rows, power + 1:]
-            end[rows] = last[rows] + 2
-        else:  # 0.000ddd
-            lead = 1 - power
-            line[rows, 1:lead + 1] = _ZERO
-            line[rows, 2] = _POINT
-            line[rows, lead + 1:lead + 1 + digits] = text[rows]
-            end[rows] = last[rows] + lead + 1
-    end[~usable] = -1
-    line *= np.arange(width) <= end[:, None]  # no trailing zeros (nor unusable rows)
-    line[:, -1] = ord(",")
-    texts = line.tobytes().translate(None, b"\0").decode("ascii").split(",")
-    texts.pop()
-    return texts, np.flatnonzero(~usable)
+    digits = whole + (fraction > 0.5)
+    low = 10 ** (precision - 1)
+    usable &= (np.abs(fraction - 0.5) >= _MARGINS[precision]) & (digits >= low) & (
+        digits < 10 * low)
+    if not EXACT:
+        usable[:] = False
+    # %g: the digits rounded to six, and the double their text stands for
+    cut = 10 ** (precision - 6)
+    six, rest = np.divmod(digits, cut)
+    usable &= rest != cut // 2
+    six += rest > cut // 2
+    carry = six == 10 ** 6
+    six[carry] = 10 ** 5
+    six_exponent = exponent + carry
+    shift = six_exponent - 5
+    with np.errstate(all="ignore"):
+        candidate = np.where(shift >= 0, six * _POWERS[np.clip(shift, 0, 22)],
+                             six / _POWERS[np.clip(-shift, 0, 22)])
+    if single:
+        reads_back = candidate.astype(np.float32) == magnitude.astype(np.float32)
+    else:
+        reads_back = candidate == magnitude
+    zero = magnitude == 0
+    usable &= ~zero
+    digits = np.where(reads_back, six * cut, digits)  # P digits either way: a grid
+    digits[~usable] = low
+    exponent = np.where(reads_back, six_exponent, exponent)
+    shown = np.where(reads_back, 6, precision)
+    cells = _layout(_digit_texts(digits, precision), exponent, shown, usable)
+    cells[zero] = b"0.0"
+    negative = np.signbit(values) & (usable | zero)
+    if negative.any():
+        cells[negative] = np.strings.add(b"-", cells[negative])
+    return cells, np.flatnonzero(~usable & ~zero)
 
 
-def _digit_text(rounded: Tensor, digits: int) -> Tensor:
-    """Each integer of *digits* digits as its ASCII digits, one row each."""
-    quads = -(-digits // 4)
-    groups = np.empty((rounded.size, quads), dtype=np.int64)
-    rest = rounded
-    for column in range(quads - 1, -1, -1):
-        rest, groups[:, column] = np.divmod(rest, 10000)
-    text: Tensor = _QUADS[groups].view(np.uint8).reshape(rounded.size, quads * 4)
-    return text[:, quads * 4 - digits:]
+def _digit_texts(digits: Tensor, precision: int) -> Tensor:
+    """Integers of *precision* digits each as an ``S<precision>`` array: one orjson print,
+    whose text is a grid of *precision* digits and a comma."""
+    text = orjson.dumps(digits, option=orjson.OPT_SERIALIZE_NUMPY)
+    grid = np.frombuffer(text, dtype=np.uint8, offset=1).reshape(digits.size, precision + 1)
+    return grid[:, :precision].copy().view(f"S{precision}").ravel()
+
+
+def _layout(digits: Tensor, exponent: Tensor, shown: Tensor, usable: Tensor) -> Tensor:
+    """Each value's text from its significant *digits* (``S<P>``, ``%g``'s six padded with
+    zeros) and decimal *exponent*, as ``%g`` lays them out; empty where not *usable*."""
+    cells = np.zeros(digits.size, dtype=CELL)
+    stripped = np.strings.rstrip(digits, b"0")  # never empty: the first digit is not 0
+    fixed = (exponent >= _FIXED_FROM) & (exponent < shown)
+    below_one = usable & fixed & (exponent < 0)  # 0.000ddd
+    if below_one.all():  # probabilities: one join over the whole array
+        return np.strings.add(_LEADS[-exponent], stripped).astype(CELL)
+    if below_one.any():
+        cells[below_one] = np.strings.add(_LEADS[-exponent[below_one]], stripped[below_one])
+    above_one = usable & fixed & (exponent >= 0)  # ddd.ddd, ddd.0
+    if above_one.any():
+        point = exponent[above_one] + 1
+        head = np.strings.slice(digits[above_one], 0, point)
+        tail = np.strings.slice(stripped[above_one], point, 100)
+        tail[tail == b""] = b"0"
+        cells[above_one] = _join(head, b".", tail)
+    scientific = usable & ~fixed  # d.ddde-05, de+17
+    if scientific.any():
+        first = np.strings.slice(digits[scientific], 0, 1)
+        rest = np.strings.slice(stripped[scientific], 1, 100)
+        mantissa = np.where(rest == b"", first, _join(first, b".", rest))
+        cells[scientific] = _join(mantissa, _EXPONENTS[exponent[scientific] + 30])
+    return cells
+
+
+def _join(*parts: Any) -> Tensor:
+    """The texts of *parts* (arrays of bytes, or one bytes for all) joined element-wise."""
+    joined = parts[0]
+    for part in parts[1:]:
+        joined = np.strings.add(joined, part)
+    result: Tensor = joined
+    return result

@@ -6,7 +6,8 @@
   (``WriteDecimal`` in ``json_tensor.cc``): ``%g`` when those six digits read back as the same
   value in the tensor's own precision, else ``%.9g`` (float32) or ``%.17g`` (float64), and
   ``.0`` after a whole number not written with an exponent: ``9e+06``, ``2.05``, ``3.0``,
-  ``0.333333343``.
+  ``0.333333343``; an answer of :data:`cells.GRID_FROM` numbers or more is laid out by
+  :mod:`cells` in numpy, with the same text.
 * :func:`preview` quotes a value in an error message without printing more of it than shown.
 """
 
@@ -22,7 +23,8 @@ import orjson
 import simplejson
 
 from ..types import Tensor
-from .digits import significant_texts
+from .cells import GRID_FROM, block, lines_text
+from .digits import float_cells, write_decimal
 
 
 def dumps(obj: Any) -> bytes:
@@ -88,121 +90,40 @@ class Raw(str):
     """JSON text already printed: :func:`dumps_tfserving` writes it as it is."""
 
 
-_EXACT_POWERS = 22
-"""10**k is an exact double for k up to 22: a 6-digit integer times or over it rounds once."""
-_NON_FINITE = {True: "Infinity", False: "-Infinity"}
-_SMALL = 16
+_SMALL = 128
 """Arrays up to this size are printed number by number (numpy's fixed cost is larger)."""
 _BLOCK = 65536
-_VECTOR = 1000
-"""From this many float64 numbers of one kind on, :func:`digits.significant_texts` prints
-them (below, its fixed cost is more than it saves)."""
 
 
 def float_texts(array: Tensor) -> list[str]:
-    """Each element of float32/float64 *array*, flattened, as TF Serving prints it.
-    Vectorised: Python formats the numbers in one ``%``-operation per kind, a block of
-    :data:`_BLOCK` numbers at a time (so the temporaries stay small)."""
+    """Each element of float32/float64 *array*, flattened, as TF Serving prints it: the
+    rule number by number for a few, else :func:`digits.float_cells` on blocks of up to
+    :data:`_BLOCK` numbers (so the temporaries stay small)."""
     single = array.dtype == np.float32
     values = np.ravel(array).astype(np.float64)
-    if values.size <= _BLOCK:
-        return _block_texts(values, single)
+    if values.size <= _SMALL:
+        return [write_decimal(value, single) for value in values.tolist()]
     texts: list[str] = []
     for start in range(0, values.size, _BLOCK):
-        texts.extend(_block_texts(values[start:start + _BLOCK], single))
+        block = values[start:start + _BLOCK]
+        cells, left = float_cells(block, single)
+        block_texts = [cell.decode("ascii") for cell in cells.tolist()]
+        for index in left.tolist():
+            block_texts[index] = write_decimal(float(block[index]), single)
+        texts.extend(block_texts)
     return texts
-
-
-def _block_texts(values: Tensor, single: bool) -> list[str]:
-    if values.size <= _SMALL:
-        return [_write_decimal(value, single) for value in values.tolist()]
-    finite = np.isfinite(values)
-    six, candidates, exact = _six_digits(values, single)
-    whole = finite & (values == np.floor(values)) & (np.abs(values) < _whole_limit(six, single))
-    wide = "%.9g" if single else "%.17g"
-    kinds = ((six & ~whole, "%g", candidates), (six & whole, "%g.0", candidates),
-             (finite & ~six & ~whole, wide, values), (finite & ~six & whole, wide + ".0", values))
-    if exact.all() and finite.all():
-        for mask, form, source in kinds:  # one kind only (the usual case): one operation
-            if mask.all():
-                return _kind_texts(form, source)
-    texts = np.empty(values.size, dtype=object)
-    for mask, form, source in kinds:
-        index = np.flatnonzero(mask)
-        if index.size:
-            texts[index] = _kind_texts(form, source[index])
-    for i in np.flatnonzero(~(finite & exact)).tolist():  # non-finite, or past 1e-17..1e27
-        texts[i] = _write_decimal(float(values[i]), single)
-    result: list[str] = texts.tolist()
-    return result
-
-
-def _kind_texts(form: str, values: Tensor) -> list[str]:
-    """Each of *values* printed by the ``%`` format *form*: ``%.17g`` of :data:`_VECTOR`
-    values or more by :func:`digits.significant_texts` (1.8 times faster on 20,000; the
-    caller passes it only finite, non-zero values that are not whole numbers), what it leaves
-    and everything else by ``%`` (``%.9g`` costs less than the numpy path)."""
-    if form != "%.17g" or values.size < _VECTOR:
-        return _formatted(form, values.tolist())
-    texts, left = significant_texts(values, 17)
-    if left.size:
-        for index, text in zip(left.tolist(), _formatted(form, values[left].tolist())):
-            texts[index] = text
-    return texts
-
-
-def _formatted(form: str, values: list[float]) -> list[str]:
-    """Each of *values* printed by the ``%`` format *form*, in one operation."""
-    return (",".join([form] * len(values)) % tuple(values)).split(",")
-
-
-def _whole_limit(six: Tensor, single: bool) -> Tensor:
-    """Below this a whole number prints without exponent: 1e6 for ``%g``, 1e9 or 1e17 for
-    ``%.9g``/``%.17g``."""
-    return np.where(six, 1e6, 1e9 if single else 1e17)
-
-
-def _six_digits(values: Tensor, single: bool) -> tuple[Tensor, Tensor, Tensor]:
-    """Which values read back the same from ``%g`` (six significant digits), the double each
-    ``%g`` text stands for, and where that answer is exact. The six digits are scaled by an
-    exact power of ten, so the candidate is exactly the double that parsing the text gives;
-    a value that needs a power beyond 10**22 is not exact here."""
-    with np.errstate(all="ignore"):
-        magnitude = np.abs(values)
-        exponent = np.floor(np.log10(np.where(magnitude > 0, magnitude, 1.0)))
-        exact = np.abs(5 - exponent) < _EXACT_POWERS
-        scale = (5 - exponent).clip(-_EXACT_POWERS, _EXACT_POWERS)
-        digits = np.round(magnitude * 10.0 ** scale)
-        # log10 can be one off next to a power of ten: rescale into [1e5, 1e6)
-        low, high = digits < 1e5, digits >= 1e6
-        scale = np.where(low, scale + 1, np.where(high, scale - 1, scale)).clip(
-            -_EXACT_POWERS, _EXACT_POWERS)
-        digits = np.round(magnitude * 10.0 ** scale)
-        candidates = np.where(scale >= 0, digits / 10.0 ** scale, digits * 10.0 ** -scale)
-        candidates = np.copysign(candidates, values)
-        same = (candidates.astype(np.float32) == values.astype(np.float32) if single
-                else candidates == values)
-    six = np.isfinite(values) & same & (digits < 1e6) & (digits >= 1e5)
-    zero = values == 0
-    return six | zero, np.where(zero, values, candidates), exact | zero
-
-
-def _write_decimal(value: float, single: bool) -> str:
-    """One number as ``WriteDecimal`` prints it (the rule, value by value)."""
-    if not math.isfinite(value):
-        return "NaN" if math.isnan(value) else _NON_FINITE[value > 0]
-    text = "%g" % value
-    back = float(text)
-    if (np.float32(back) != np.float32(value)) if single else back != value:
-        text = ("%.9g" if single else "%.17g") % value
-    return text if "." in text or "e" in text else text + ".0"
 
 
 def array_text(array: Tensor) -> str:
     """*array* as nested JSON lists (a 0-d array as a bare value), floats TF Serving's way:
-    every element's text put into one ``%s`` template of the array's shape."""
+    a grid of its rows (:mod:`cells`) from :data:`cells.GRID_FROM` numbers on, else every
+    element's text put into one ``%s`` template of the array's shape."""
     if array.ndim == 0:
         return element_texts(array)[0]
+    if array.size >= GRID_FROM and len(array):
+        lines = block(array)
+        if lines is not None:
+            return lines_text([lines], len(array)).decode("ascii")
     template = "[" + ",".join([row_template(array.shape[1:])] * len(array)) + "]"
     return template % tuple(element_texts(array))
 

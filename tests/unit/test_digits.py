@@ -1,4 +1,4 @@
-"""``digits.significant_texts`` prints what C's ``%.17g`` prints, or leaves the value."""
+"""``digits.float_cells`` prints what TF Serving's ``WriteDecimal`` prints, or leaves the value."""
 
 from __future__ import annotations
 
@@ -13,65 +13,94 @@ from flask_predict.types import Tensor
 pytestmark = pytest.mark.skipif(not digits.EXACT, reason="long double is a double here")
 
 
-def assert_as_printf(values: Tensor, count: int = 17) -> Tensor:
-    """Every text answered equals ``%.<count>g``; the indices left to ``%``."""
-    texts, left = digits.significant_texts(values, count)
-    assert len(texts) == values.size
+def assert_as_the_rule(values: Tensor, single: bool = False) -> Tensor:
+    """Every cell answered equals ``write_decimal``'s text; the indices left to it."""
+    if single:
+        values = values.astype(np.float32).astype(np.float64)
+    cells, left = digits.float_cells(values, single)
+    assert cells.shape == values.shape
     skipped = set(left.tolist())
     for index, value in enumerate(values.tolist()):
         if index in skipped:
-            assert texts[index] == ""
+            assert cells[index] == b""
         else:
-            assert texts[index] == "%.*g" % (count, value), value
+            assert cells[index].decode() == digits.write_decimal(value, single), value
     return left
 
 
-def test_probabilities_are_printed_here_nearly_all() -> None:
+@pytest.mark.parametrize("single", [False, True])
+def test_probabilities_are_printed_here_nearly_all(single: bool) -> None:
     values = np.random.default_rng(1).random(50000)
-    left = assert_as_printf(values[values != 0])
-    assert left.size < 0.05 * values.size
+    left = assert_as_the_rule(values, single)
+    assert left.size < 0.02 * values.size
 
 
-def test_every_magnitude_and_sign() -> None:
+@pytest.mark.parametrize("single", [False, True])
+def test_every_magnitude_and_sign(single: bool) -> None:
     rng = np.random.default_rng(2)
-    values = (rng.random(50000) - 0.5) * 10.0 ** rng.integers(-7, 19, 50000)
-    values = values[(values != 0) & (values != np.floor(values))]
-    left = assert_as_printf(values)
-    magnitude = np.abs(values)
-    inside = (magnitude >= 1e-4) & (magnitude < 1e16)
-    assert left.size < 0.05 * inside.sum() + (~inside).sum()  # outside: exponents, left
+    values = (rng.random(50000) - 0.5) * 10.0 ** rng.integers(-25, 25, 50000)
+    left = assert_as_the_rule(values, single)
+    magnitude = np.abs(values.astype(np.float32) if single else values)
+    inside = ((magnitude >= 1e-17) & (magnitude < 1e9) if single else
+              (magnitude >= 1e-11) & (magnitude < 1e17))
+    assert left.size < 0.05 * inside.sum() + (~inside).sum()  # outside: left
 
 
-def test_powers_of_ten_and_their_neighbours() -> None:
-    powers = 10.0 ** np.arange(-5, 17)
-    values = np.concatenate([powers, np.nextafter(powers, 0), np.nextafter(powers, np.inf),
-                             -np.nextafter(powers, 0), [0.1 * 3, 2.0 / 3, 1 - 2.0 ** -53,
-                             1 + 2.0 ** -52, 123456789012345.67, 4503599627370495.5]])
-    assert_as_printf(values[values != np.floor(values)])
+@pytest.mark.parametrize("single", [False, True])
+def test_short_and_whole_numbers(single: bool) -> None:
+    # "%g" reads these back: six digits or fewer, whole numbers with ".0", exponents
+    rng = np.random.default_rng(3)
+    values = np.array([round(v, int(d)) for v, d in zip(rng.random(20000),
+                                                         rng.integers(0, 8, 20000))])
+    assert_as_the_rule(values, single)
+    assert_as_the_rule(rng.integers(-10 ** 7, 10 ** 7, 20000).astype(np.float64), single)
+    assert_as_the_rule(rng.integers(1, 10 ** 6, 20000) * 10.0 ** rng.integers(-12, 12, 20000),
+                       single)
 
 
-def test_midpoints_at_the_seventeenth_digit_are_left_or_right() -> None:
-    # exact binary fractions whose 17-digit rounding is a tie: printf rounds them half-even
-    values = np.array([1234567890123456.5, 0.5 + 2.0 ** -53 * 3, 2.0 ** -20 + 2.0 ** -60,
-                       1000000000000000.25, 1.0000000000000002, 9.999999999999998])
-    assert_as_printf(values)
+@pytest.mark.parametrize("single", [False, True])
+def test_powers_of_ten_their_neighbours_and_midpoints(single: bool) -> None:
+    powers = 10.0 ** np.arange(-30, 30)
+    values = np.concatenate([powers, -powers, np.nextafter(powers, 0),
+                             np.nextafter(powers, np.inf), [
+                                 0.1 * 3, 2.0 / 3, 1 - 2.0 ** -53, 1 + 2.0 ** -52,
+                                 123456789012345.67, 4503599627370495.5, 999999.5, 9999995.0,
+                                 0.5, 1.5, 2.5, 123456.5, 1234565.0, 1234567890123456.5,
+                                 1000000000000000.25, 9.999999999999998]])
+    assert_as_the_rule(values, single)
+
+
+def test_zeros_and_non_finite_values() -> None:
+    values = np.array([0.0, -0.0, np.nan, np.inf, -np.inf, 5e-324, 1.7e308, -1e-300])
+    cells, left = digits.float_cells(values, False)
+    assert cells[:2].tolist() == [b"0.0", b"-0.0"]
+    assert sorted(left.tolist()) == [2, 3, 4, 5, 6, 7]  # past the exponents printed here
 
 
 @settings(max_examples=300, deadline=None)
-@given(st.lists(st.floats(allow_nan=False, allow_infinity=False, width=64), min_size=1,
+@given(st.lists(st.floats(allow_nan=True, allow_infinity=True, width=64), min_size=1,
                 max_size=64))
 def test_any_doubles(numbers: list[float]) -> None:
-    values = np.array(numbers, dtype=np.float64)
-    assert_as_printf(values[(values != 0) & (values != np.floor(values))])
+    assert_as_the_rule(np.array(numbers, dtype=np.float64))
 
 
-def test_tfserving_printing_of_large_arrays_is_value_by_value() -> None:
+@settings(max_examples=300, deadline=None)
+@given(st.lists(st.floats(allow_nan=True, allow_infinity=True, width=32), min_size=1,
+                max_size=64))
+def test_any_floats(numbers: list[float]) -> None:
+    assert_as_the_rule(np.array(numbers, dtype=np.float64), single=True)
+
+
+def test_float_texts_of_large_arrays_are_value_by_value() -> None:
     rng = np.random.default_rng(3)
     values = rng.random(5000)
     values[::7] = np.round(values[::7], 3)  # six digits or fewer: "%g"
     values[::11] = np.floor(values[::11] * 1e6)  # whole numbers: ".0"
     values[::13] *= 10.0 ** rng.integers(-30, 30, values[::13].size)  # exponents
     values[5], values[6], values[7] = np.nan, np.inf, -0.0
-    expected = [printing._write_decimal(value, False) for value in values.tolist()]
+    expected = [digits.write_decimal(value, False) for value in values.tolist()]
     assert printing.float_texts(values) == expected
     assert printing.float_texts(values.reshape(50, 100)) == expected
+    single = values.astype(np.float32)
+    assert printing.float_texts(single) == [digits.write_decimal(value, True)
+                                            for value in single.tolist()]

@@ -97,9 +97,14 @@ def encode_predict(outputs: Mapping[str, Tensor], row_format: bool,
 
 
 def _rows_text(outputs: Mapping[str, Tensor], batch: int) -> str:
-    """``[{"name": <row of each output>, ...}, ...]`` printed in one ``%``-operation: a
-    template with the names printed once and a ``%s`` for each number (or for each row of an
-    output that is not numbers), the numbers' texts taken row by row."""
+    """``[{"name": <row of each output>, ...}, ...]``: a grid of one line per row
+    (:func:`codecs.lines_text`) when the outputs hold enough numbers, else one
+    ``%``-operation over a template with the names printed once and a ``%s`` for each
+    number (or for each row of an output that is not numbers)."""
+    if batch and sum(array.size for array in outputs.values()) >= codecs.GRID_FROM:
+        text = _rows_grid(outputs, batch)
+        if text is not None:
+            return text
     slots, columns = [], []
     for name, array in outputs.items():
         value = _value(array, name)
@@ -122,6 +127,19 @@ def _rows_text(outputs: Mapping[str, Tensor], batch: int) -> str:
                 items[offset + k::stride] = texts[k::width]
             offset += width
     return ("[" + ",".join([row] * batch) + "]") % tuple(items)
+
+
+def _rows_grid(outputs: Mapping[str, Tensor], batch: int) -> str | None:
+    """The rows laid out as :func:`codecs.lines_text` lays them out; ``None`` when an output
+    is not numbers of one or two dimensions."""
+    parts: list[bytes | Tensor] = []
+    for index, (name, array) in enumerate(outputs.items()):
+        lines = codecs.block(_value(array, name)) if array.dtype.kind in "biuf" else None
+        if lines is None:
+            return None
+        parts += [(b"{" if index == 0 else b",") + codecs.dumps(name) + b":", lines]
+    parts.append(b"}")
+    return codecs.lines_text(parts, batch).decode("ascii")
 
 
 @functools.lru_cache(maxsize=256)

@@ -1,0 +1,112 @@
+"""``codecs.cells``: TF Serving's JSON of large numeric answers, laid out as a grid, is the
+same text the string path prints."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import numpy as np
+import pytest
+
+from flask_predict import codecs
+from flask_predict.codecs import cells, printing
+from flask_predict.protocols.tfserving import wire
+from flask_predict.types import Tensor
+
+
+def random_outputs(rng: np.random.Generator, batch: int) -> dict[str, Tensor]:
+    """One to three outputs of *batch* rows: floats of every kind, integers, booleans."""
+    outputs: dict[str, Tensor] = {}
+    for index in range(int(rng.integers(1, 4))):
+        shape: tuple[int, ...] = (batch,) if rng.random() < 0.5 else (
+            batch, int(rng.integers(0, 5)))
+        kind = int(rng.integers(0, 6))
+        if kind == 0:
+            array: Tensor = rng.random(shape)
+        elif kind == 1:
+            array = (rng.standard_normal(shape) * 10.0 ** rng.integers(-20, 20, shape)
+                     ).astype(np.float32)
+        elif kind == 2:
+            array = rng.integers(-10 ** 12, 10 ** 12, shape)
+        elif kind == 3:
+            array = rng.random(shape) < 0.5
+        elif kind == 4:  # NaN, infinities, zeros of both signs
+            array = rng.random(shape)
+            array[array < 0.1] = np.nan
+            array[array > 0.95] = np.inf
+            array[(array > 0.5) & (array < 0.52)] = 0.0
+            array[(array > 0.6) & (array < 0.65)] *= -1
+            array[(array > 0.7) & (array < 0.72)] = -0.0
+        else:
+            array = rng.integers(0, 3, shape).astype(np.uint8)
+        outputs[f'out{index}"%s'] = array  # names JSON must escape; a % a template must not
+    return outputs
+
+
+def both_ways(monkeypatch: pytest.MonkeyPatch, encode: Any) -> tuple[bytes, bytes]:
+    """*encode()* printed by the string path and by the grid path."""
+    monkeypatch.setattr(cells, "GRID_FROM", 10 ** 9)
+    monkeypatch.setattr(codecs, "GRID_FROM", 10 ** 9)
+    monkeypatch.setattr(printing, "GRID_FROM", 10 ** 9)
+    strings = codecs.dumps_tfserving(encode())
+    monkeypatch.setattr(codecs, "GRID_FROM", 1)
+    monkeypatch.setattr(printing, "GRID_FROM", 1)
+    grid = codecs.dumps_tfserving(encode())
+    return strings, grid
+
+
+@pytest.mark.parametrize("seed", range(40))
+def test_the_grid_prints_what_the_strings_print(monkeypatch: pytest.MonkeyPatch,
+                                                 seed: int) -> None:
+    rng = np.random.default_rng(seed)
+    outputs = random_outputs(rng, int(rng.integers(1, 300)))
+    strings, grid = both_ways(monkeypatch, lambda: wire.encode_predict(outputs, True))
+    assert grid == strings
+    first = next(iter(outputs.values()))
+    strings, grid = both_ways(monkeypatch, lambda: {"predictions": first})
+    assert grid == strings
+
+
+def test_a_classifier_answer_reads_back(monkeypatch: pytest.MonkeyPatch) -> None:
+    p = np.random.default_rng(7).random(2000)
+    outputs = {"predict": (p > 0.5).astype(np.int64), "predict_proba": np.stack([1 - p, p], 1)}
+    strings, grid = both_ways(monkeypatch, lambda: wire.encode_predict(outputs, True))
+    assert grid == strings
+    rows = json.loads(grid)["predictions"]
+    assert [row["predict"] for row in rows] == outputs["predict"].tolist()
+    assert np.array_equal([row["predict_proba"] for row in rows], outputs["predict_proba"])
+
+
+def test_integers_of_every_size_and_sign() -> None:
+    values = np.array([0, 1, -1, 9, 10, -10, 123456789, -(10 ** 17), 10 ** 18 - 1000],
+                      dtype=np.int64)
+    got = cells.number_cells(values)
+    assert got is not None
+    assert [cell.decode() for cell in got.tolist()] == [str(v) for v in values.tolist()]
+    labels = cells.number_cells(np.array([3, 0, 9], dtype=np.uint8))
+    assert labels is not None and labels.tolist() == [b"3", b"0", b"9"]
+
+
+def test_what_the_grid_does_not_print_is_left_to_the_strings() -> None:
+    assert cells.number_cells(np.array([10 ** 18], dtype=np.int64)) is None
+    assert cells.number_cells(np.array([2 ** 64 - 1], dtype=np.uint64)) is None
+    assert cells.number_cells(np.array([1.5], dtype=np.float16)) is None
+    assert cells.number_cells(np.array(["a"], dtype=object)) is None
+    assert cells.block(np.zeros((2, 2, 2))) is None
+    big = {"big": np.array([2 ** 64 - 1] * 600, dtype=np.uint64)}
+    text = codecs.dumps_tfserving(wire.encode_predict(big, True))
+    assert json.loads(text) == {"predictions": [2 ** 64 - 1] * 600}
+
+
+def test_booleans_empty_rows_and_empty_arrays() -> None:
+    flags = cells.number_cells(np.array([True, False]))
+    assert flags is not None and flags.tolist() == [b"true", b"false"]
+    lines = cells.block(np.zeros((3, 0)))
+    assert lines is not None
+    assert cells.lines_text([lines], 3) == b"[[],[],[]]"
+    numbers = cells.block(np.arange(2))
+    assert numbers is not None
+    assert cells.lines_text([b"{", numbers, b"}"], 2) == b"[{0},{1}]"
+    empty = cells.number_cells(np.zeros(0))
+    assert empty is not None and empty.size == 0
