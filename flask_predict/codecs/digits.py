@@ -74,11 +74,11 @@ def float_cells(values: Tensor, single: bool) -> tuple[Tensor, Tensor]:
     empty)."""
     precision = 9 if single else 17
     magnitude = np.abs(values)
-    with np.errstate(all="ignore"):
+    with np.errstate(all="ignore"):  # NaN and infinities fail every comparison: not usable
         exponent = np.floor(np.log10(magnitude))
-        usable = np.isfinite(exponent) & (exponent >= _LOWEST[precision]) & (
-            exponent < precision)
-        exponent = np.where(usable, exponent, 0).astype(np.int64)
+        usable = (exponent >= _LOWEST[precision]) & (exponent < precision) & EXACT
+        exponent[~usable] = 0
+        exponent = exponent.astype(np.int64)
         scaled = magnitude.astype(np.longdouble) * _LONG_POWERS[precision - 1 - exponent]
         whole = scaled.astype(np.int64)  # below 10**precision: exact
         fraction = (scaled - whole).astype(np.float64)
@@ -86,36 +86,52 @@ def float_cells(values: Tensor, single: bool) -> tuple[Tensor, Tensor]:
     low = 10 ** (precision - 1)
     usable &= (np.abs(fraction - 0.5) >= _MARGINS[precision]) & (digits >= low) & (
         digits < 10 * low)
-    if not EXACT:
-        usable[:] = False
-    # %g: the digits rounded to six, and the double their text stands for
+    shown = _six_digits(digits, exponent, usable, magnitude, single)
+    zero = magnitude == 0
+    digits[~usable] = low
+    cells = _layout(_digit_texts(digits, precision), exponent, shown, usable)
+    cells[zero] = b"0.0"
+    negative = np.signbit(values)
+    if negative.any():
+        negative &= usable | zero
+        cells[negative] = np.strings.add(b"-", cells[negative])
+    return cells, np.flatnonzero(~(usable | zero))
+
+
+def _six_digits(digits: Tensor, exponent: Tensor, usable: Tensor, magnitude: Tensor,
+                single: bool) -> Tensor | int:
+    """Where ``%g``'s six digits read back as the value, put them (padded with zeros) and
+    their exponent in place of *digits* and *exponent*; answer how many digits each value
+    shows. A six-digit remainder exactly on the midpoint cannot be decided here: not
+    usable. The text can read back only if the value is within half an ulp of it: its
+    digits within 12 (17 digits: 10**17 * 2**-53 units and the rounding) or 61 (9 digits
+    of a float32: 10**9 * 2**-24) of a multiple of the cut, so only those are checked."""
+    precision = 9 if single else 17
     cut = 10 ** (precision - 6)
     six, rest = np.divmod(digits, cut)
     usable &= rest != cut // 2
-    six += rest > cut // 2
-    carry = six == 10 ** 6
-    six[carry] = 10 ** 5
-    six_exponent = exponent + carry
-    shift = six_exponent - 5
+    reach = 64 if single else 16
+    near = usable & ((rest < reach) | (rest > cut - reach))
+    index = np.flatnonzero(near)
+    if not index.size:
+        return precision
+    short = six[index] + (rest[index] > cut // 2)
+    carry = short == 10 ** 6
+    short[carry] = 10 ** 5
+    short_exponent = exponent[index] + carry
+    shift = short_exponent - 5
     with np.errstate(all="ignore"):
-        candidate = np.where(shift >= 0, six * _POWERS[np.clip(shift, 0, 22)],
-                             six / _POWERS[np.clip(-shift, 0, 22)])
-    if single:
-        reads_back = candidate.astype(np.float32) == magnitude.astype(np.float32)
-    else:
-        reads_back = candidate == magnitude
-    zero = magnitude == 0
-    usable &= ~zero
-    digits = np.where(reads_back, six * cut, digits)  # P digits either way: a grid
-    digits[~usable] = low
-    exponent = np.where(reads_back, six_exponent, exponent)
-    shown = np.where(reads_back, 6, precision)
-    cells = _layout(_digit_texts(digits, precision), exponent, shown, usable)
-    cells[zero] = b"0.0"
-    negative = np.signbit(values) & (usable | zero)
-    if negative.any():
-        cells[negative] = np.strings.add(b"-", cells[negative])
-    return cells, np.flatnonzero(~usable & ~zero)
+        candidate = np.where(shift >= 0, short * _POWERS[np.clip(shift, 0, 22)],
+                             short / _POWERS[np.clip(-shift, 0, 22)])
+    target = magnitude[index]
+    back = (candidate.astype(np.float32) == target.astype(np.float32) if single
+            else candidate == target)
+    hit = index[back]
+    digits[hit] = short[back] * cut  # P digits either way: the text stays a grid
+    exponent[hit] = short_exponent[back]
+    shown: Tensor = np.full(digits.size, precision)
+    shown[hit] = 6
+    return shown
 
 
 def _digit_texts(digits: Tensor, precision: int) -> Tensor:
@@ -126,7 +142,7 @@ def _digit_texts(digits: Tensor, precision: int) -> Tensor:
     return grid[:, :precision].copy().view(f"S{precision}").ravel()
 
 
-def _layout(digits: Tensor, exponent: Tensor, shown: Tensor, usable: Tensor) -> Tensor:
+def _layout(digits: Tensor, exponent: Tensor, shown: Tensor | int, usable: Tensor) -> Tensor:
     """Each value's text from its significant *digits* (``S<P>``, ``%g``'s six padded with
     zeros) and decimal *exponent*, as ``%g`` lays them out; empty where not *usable*."""
     cells = np.zeros(digits.size, dtype=CELL)

@@ -90,7 +90,7 @@ class Raw(str):
     """JSON text already printed: :func:`dumps_tfserving` writes it as it is."""
 
 
-_SMALL = 128
+_SMALL = 64
 """Arrays up to this size are printed number by number (numpy's fixed cost is larger)."""
 _BLOCK = 65536
 
