@@ -78,6 +78,13 @@ def test_a_classifier_answer_reads_back(monkeypatch: pytest.MonkeyPatch) -> None
     assert np.array_equal([row["predict_proba"] for row in rows], outputs["predict_proba"])
 
 
+def test_output_names_in_any_script(monkeypatch: pytest.MonkeyPatch) -> None:
+    outputs = {"größe": np.arange(600.0), "名前": np.arange(600)}
+    strings, grid = both_ways(monkeypatch, lambda: wire.encode_predict(outputs, True))
+    assert grid == strings
+    assert json.loads(grid)["predictions"][599] == {"größe": 599.0, "名前": 599}
+
+
 def test_integers_of_every_size_and_sign() -> None:
     values = np.array([0, 1, -1, 9, 10, -10, 123456789, -(10 ** 17), 10 ** 18 - 1000],
                       dtype=np.int64)

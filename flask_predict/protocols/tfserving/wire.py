@@ -139,7 +139,7 @@ def _rows_grid(outputs: Mapping[str, Tensor], batch: int) -> str | None:
             return None
         parts += [(b"{" if index == 0 else b",") + codecs.dumps(name) + b":", lines]
     parts.append(b"}")
-    return codecs.lines_text(parts, batch).decode("ascii")
+    return codecs.lines_text(parts, batch).decode("utf-8")  # names may be any text
 
 
 @functools.lru_cache(maxsize=256)
