@@ -93,6 +93,8 @@ def block(array: Tensor) -> Tensor | None:
 def lines_text(parts: Sequence[bytes | Tensor], rows: int) -> bytes:
     """The lines of *rows* rows side by side, each part a constant text or a grid of one
     line per row, lines joined by commas in a JSON list, padding dropped."""
+    if not rows:
+        return b"[]"
     widths = [len(part) if isinstance(part, bytes) else part.shape[1] for part in parts]
     width = sum(widths) + 1
     text = np.empty(1 + rows * width, dtype=np.uint8)  # "[", then the lines

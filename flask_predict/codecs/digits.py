@@ -120,9 +120,8 @@ def _six_digits(digits: Tensor, exponent: Tensor, usable: Tensor, magnitude: Ten
     short[carry] = 10 ** 5
     short_exponent = exponent[index] + carry
     shift = short_exponent - 5
-    with np.errstate(all="ignore"):
-        candidate = np.where(shift >= 0, short * _POWERS[np.clip(shift, 0, 22)],
-                             short / _POWERS[np.clip(-shift, 0, 22)])
+    power = _POWERS[np.abs(shift)]  # shift is within -22..22 (see _LOWEST)
+    candidate = np.where(shift >= 0, short * power, short / power)
     target = magnitude[index]
     back = (candidate.astype(np.float32) == target.astype(np.float32) if single
             else candidate == target)
@@ -162,11 +161,19 @@ def _layout(digits: Tensor, exponent: Tensor, shown: Tensor | int, usable: Tenso
         cells[above_one] = _join(head, b".", tail)
     scientific = usable & ~fixed  # d.ddde-05, de+17
     if scientific.any():
-        first = np.strings.slice(digits[scientific], 0, 1)
-        rest = np.strings.slice(stripped[scientific], 1, 100)
+        first = _split_first(digits[scientific])[0]
+        rest = _split_first(stripped[scientific])[1]
         mantissa = np.where(rest == b"", first, _join(first, b".", rest))
         cells[scientific] = _join(mantissa, _EXPONENTS[exponent[scientific] + 30])
     return cells
+
+
+def _split_first(texts: Tensor) -> tuple[Tensor, Tensor]:
+    """Each text's first character and the rest, by viewing the fixed-width bytes (cheaper
+    than ``np.strings.slice`` on short arrays)."""
+    grid = texts.view(np.uint8).reshape(texts.size, texts.dtype.itemsize)
+    return (grid[:, :1].copy().view("S1").ravel(),
+            grid[:, 1:].copy().view(f"S{texts.dtype.itemsize - 1}").ravel())
 
 
 def _join(*parts: Any) -> Tensor:

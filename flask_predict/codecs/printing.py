@@ -107,7 +107,7 @@ def float_texts(array: Tensor) -> list[str]:
     for start in range(0, values.size, _BLOCK):
         block = values[start:start + _BLOCK]
         cells, left = float_cells(block, single)
-        block_texts = [cell.decode("ascii") for cell in cells.tolist()]
+        block_texts = b",".join(cells.tolist()).decode("ascii").split(",")
         for index in left.tolist():
             block_texts[index] = write_decimal(float(block[index]), single)
         texts.extend(block_texts)

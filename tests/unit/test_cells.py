@@ -115,5 +115,6 @@ def test_booleans_empty_rows_and_empty_arrays() -> None:
     numbers = cells.block(np.arange(2))
     assert numbers is not None
     assert cells.lines_text([b"{", numbers, b"}"], 2) == b"[{0},{1}]"
+    assert cells.lines_text([b"{", np.zeros((0, 3), dtype=np.uint8), b"}"], 0) == b"[]"
     empty = cells.number_cells(np.zeros(0))
     assert empty is not None and empty.size == 0
