@@ -23,7 +23,7 @@ import orjson
 import simplejson
 
 from ..types import Tensor
-from .cells import GRID_FROM, block, lines_text
+from .cells import BLOCK, GRID_FROM, block, lines_text
 from .digits import float_cells, write_decimal
 
 
@@ -92,24 +92,23 @@ class Raw(str):
 
 _SMALL = 64
 """Arrays up to this size are printed number by number (numpy's fixed cost is larger)."""
-_BLOCK = 65536
 
 
 def float_texts(array: Tensor) -> list[str]:
     """Each element of float32/float64 *array*, flattened, as TF Serving prints it: the
     rule number by number for a few, else :func:`digits.float_cells` on blocks of up to
-    :data:`_BLOCK` numbers (so the temporaries stay small)."""
+    :data:`BLOCK` numbers (so the temporaries stay small)."""
     single = array.dtype == np.float32
     values = np.ravel(array).astype(np.float64)
     if values.size <= _SMALL:
         return [write_decimal(value, single) for value in values.tolist()]
     texts: list[str] = []
-    for start in range(0, values.size, _BLOCK):
-        block = values[start:start + _BLOCK]
-        cells, left = float_cells(block, single)
+    for start in range(0, values.size, BLOCK):
+        part = values[start:start + BLOCK]
+        cells, left = float_cells(part, single)
         block_texts = b",".join(cells.tolist()).decode("ascii").split(",")
         for index in left.tolist():
-            block_texts[index] = write_decimal(float(block[index]), single)
+            block_texts[index] = write_decimal(float(part[index]), single)
         texts.extend(block_texts)
     return texts
 

@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 
 from flask_predict import codecs
-from flask_predict.codecs import cells, printing
+from flask_predict.codecs import cells, digits, printing
 from flask_predict.protocols.tfserving import wire
 from flask_predict.types import Tensor
 
@@ -76,6 +76,18 @@ def test_a_classifier_answer_reads_back(monkeypatch: pytest.MonkeyPatch) -> None
     rows = json.loads(grid)["predictions"]
     assert [row["predict"] for row in rows] == outputs["predict"].tolist()
     assert np.array_equal([row["predict_proba"] for row in rows], outputs["predict_proba"])
+
+
+def test_large_answers_are_printed_in_blocks(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(cells, "BLOCK", 100)
+    monkeypatch.setattr(printing, "BLOCK", 100)
+    rng = np.random.default_rng(11)
+    outputs = {"x": rng.random((700, 3)), "y": rng.random(700).astype(np.float32)}
+    outputs["x"][::97] = np.nan
+    strings, grid = both_ways(monkeypatch, lambda: wire.encode_predict(outputs, True))
+    assert grid == strings
+    expected = [digits.write_decimal(v, False) for v in outputs["x"].ravel().tolist()]
+    assert printing.float_texts(outputs["x"]) == expected
 
 
 def test_output_names_in_any_script(monkeypatch: pytest.MonkeyPatch) -> None:
