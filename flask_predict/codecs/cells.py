@@ -15,6 +15,7 @@ import numpy as np
 import orjson
 
 from ..types import Tensor
+from . import digits
 from .digits import CELL, float_cells, write_decimal
 
 GRID_FROM = 512
@@ -78,7 +79,7 @@ def block(array: Tensor) -> Tensor | None:
     """*array*'s rows as a grid, one line per row of its first dimension: a number per
     line (1-D), or a JSON list of numbers (2-D). ``None`` for what :func:`number_cells`
     does not print, or more dimensions."""
-    if array.ndim not in (1, 2):
+    if array.ndim not in (1, 2) or not digits.VECTORISED:
         return None
     cells = number_cells(array)
     if cells is None:

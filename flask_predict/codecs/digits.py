@@ -35,6 +35,10 @@ EXACT = np.finfo(np.longdouble).nmant >= 63
 """Long double has the 64-bit mantissa the error bound needs (x86's extended precision,
 or quad); elsewhere (where it is a double) every value is left to the caller."""
 
+VECTORISED = EXACT and hasattr(np, "strings") and hasattr(np.strings, "slice")
+"""numpy's string functions (numpy 2.3 and later) and a long double to scale in: else
+every number is printed by :func:`write_decimal`, one by one."""
+
 CELL = np.dtype("S25")
 """One number's text: at most 24 characters (``-1.2345678901234567e-308``), NUL-padded."""
 

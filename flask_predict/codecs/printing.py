@@ -23,6 +23,7 @@ import orjson
 import simplejson
 
 from ..types import Tensor
+from . import digits
 from .cells import BLOCK, GRID_FROM, block, lines_text
 from .digits import float_cells, write_decimal
 
@@ -100,7 +101,7 @@ def float_texts(array: Tensor) -> list[str]:
     :data:`BLOCK` numbers (so the temporaries stay small)."""
     single = array.dtype == np.float32
     values = np.ravel(array).astype(np.float64)
-    if values.size <= _SMALL:
+    if values.size <= _SMALL or not digits.VECTORISED:
         return [write_decimal(value, single) for value in values.tolist()]
     texts: list[str] = []
     for start in range(0, values.size, BLOCK):

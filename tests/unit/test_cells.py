@@ -14,6 +14,9 @@ from flask_predict.codecs import cells, digits, printing
 from flask_predict.protocols.tfserving import wire
 from flask_predict.types import Tensor
 
+pytestmark = pytest.mark.skipif(not digits.VECTORISED,
+                                reason="no 64-bit long double or numpy string functions here")
+
 
 def random_outputs(rng: np.random.Generator, batch: int) -> dict[str, Tensor]:
     """One to three outputs of *batch* rows: floats of every kind, integers, booleans."""
@@ -88,6 +91,15 @@ def test_large_answers_are_printed_in_blocks(monkeypatch: pytest.MonkeyPatch) ->
     assert grid == strings
     expected = [digits.write_decimal(v, False) for v in outputs["x"].ravel().tolist()]
     assert printing.float_texts(outputs["x"]) == expected
+
+
+def test_without_numpy_string_functions_every_number_is_printed_by_the_rule(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    outputs = random_outputs(np.random.default_rng(12), 700)
+    expected = codecs.dumps_tfserving(wire.encode_predict(outputs, True))
+    monkeypatch.setattr(digits, "VECTORISED", False)
+    assert cells.block(np.arange(700.0)) is None
+    assert codecs.dumps_tfserving(wire.encode_predict(outputs, True)) == expected
 
 
 def test_output_names_in_any_script(monkeypatch: pytest.MonkeyPatch) -> None:
