@@ -16,12 +16,10 @@ import orjson
 
 from ..types import Tensor
 from . import digits
-from .digits import CELL, float_cells, write_decimal
+from .digits import CELL, print_floats
 
 GRID_FROM = 512
 """From this many numbers in an answer on, it is laid out here."""
-BLOCK = 65536
-"""Floats are printed this many at a time: numpy's temporaries stay a few MiB."""
 _NUL = b"\0"
 _INT_LIMIT = 10 ** 18
 """Integers are printed with an offset of 10**18 that keeps every text 19 digits long (a
@@ -31,16 +29,12 @@ grid); larger ones (rare in outputs) leave the answer to the string path."""
 def number_cells(array: Tensor) -> Tensor | None:
     """Each element of *array* (flattened) as TF Serving prints it, one cell each, cells
     trimmed to the longest text; ``None`` for a type this does not print (strings, objects,
-    float16, integers past 10**18). The values :func:`float_cells` leaves (non-finite, far
-    from 1, too near a rounding midpoint) are printed by the rule, one by one."""
+    float16, integers past 10**18)."""
     values = np.ravel(array)
     if not values.size:
         return np.zeros(0, dtype="S1") if array.dtype.kind in "biuf" else None
     if array.dtype in (np.float32, np.float64):
-        cells = np.empty(values.size, dtype=CELL)
-        for start in range(0, values.size, BLOCK):  # the temporaries stay small
-            cells[start:start + BLOCK] = _float_block(values[start:start + BLOCK],
-                                                      array.dtype == np.float32)
+        cells = print_floats(values, array.dtype == np.float32)
     elif array.dtype.kind == "b":
         cells = np.where(values, b"true", b"false").astype(CELL)
     elif array.dtype.kind in "iu" and values.min() >= 0 and values.max() <= 9:
@@ -52,13 +46,6 @@ def number_cells(array: Tensor) -> Tensor | None:
     else:
         return None
     return cells.astype(f"S{max(int(np.strings.str_len(cells).max()), 1)}")
-
-
-def _float_block(values: Tensor, single: bool) -> Tensor:
-    cells, left = float_cells(values.astype(np.float64), single)
-    for index in left.tolist():
-        cells[index] = write_decimal(float(values[index]), single).encode("ascii")
-    return cells
 
 
 def _integer_cells(values: Tensor) -> Tensor:

@@ -41,6 +41,8 @@ every number is printed by :func:`write_decimal`, one by one."""
 
 CELL = np.dtype("S25")
 """One number's text: at most 24 characters (``-1.2345678901234567e-308``), NUL-padded."""
+BLOCK = 65536
+"""Floats are printed this many at a time: numpy's temporaries stay a few MiB."""
 
 _LONG_POWERS = np.cumprod(np.array([1] + [10] * 27, dtype=np.longdouble))
 """10**0..10**27, exact in a 64-bit mantissa (5**27 < 2**64)."""
@@ -70,6 +72,19 @@ def write_decimal(value: float, single: bool) -> str:
     if (np.float32(back) != np.float32(value)) if single else back != value:
         text = ("%.9g" if single else "%.17g") % value
     return text if "." in text or "e" in text else text + ".0"
+
+
+def print_floats(values: Tensor, single: bool) -> Tensor:
+    """Every value's text as a :data:`CELL` array: :func:`float_cells` on blocks of
+    :data:`BLOCK` values, what it leaves printed by :func:`write_decimal`."""
+    cells = np.empty(values.size, dtype=CELL)
+    for start in range(0, values.size, BLOCK):
+        part = values[start:start + BLOCK].astype(np.float64, copy=False)
+        part_cells, left = float_cells(part, single)
+        for index in left.tolist():
+            part_cells[index] = write_decimal(float(part[index]), single).encode("ascii")
+        cells[start:start + BLOCK] = part_cells
+    return cells
 
 
 def float_cells(values: Tensor, single: bool) -> tuple[Tensor, Tensor]:

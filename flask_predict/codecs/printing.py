@@ -24,8 +24,8 @@ import simplejson
 
 from ..types import Tensor
 from . import digits
-from .cells import BLOCK, GRID_FROM, block, lines_text
-from .digits import float_cells, write_decimal
+from .cells import GRID_FROM, block, lines_text
+from .digits import print_floats, write_decimal
 
 
 def dumps(obj: Any) -> bytes:
@@ -97,20 +97,13 @@ _SMALL = 64
 
 def float_texts(array: Tensor) -> list[str]:
     """Each element of float32/float64 *array*, flattened, as TF Serving prints it: the
-    rule number by number for a few, else :func:`digits.float_cells` on blocks of up to
-    :data:`BLOCK` numbers (so the temporaries stay small)."""
+    rule number by number for a few, else :func:`digits.print_floats`."""
     single = array.dtype == np.float32
     values = np.ravel(array).astype(np.float64)
     if values.size <= _SMALL or not digits.VECTORISED:
         return [write_decimal(value, single) for value in values.tolist()]
-    texts: list[str] = []
-    for start in range(0, values.size, BLOCK):
-        part = values[start:start + BLOCK]
-        cells, left = float_cells(part, single)
-        block_texts = b",".join(cells.tolist()).decode("ascii").split(",")
-        for index in left.tolist():
-            block_texts[index] = write_decimal(float(part[index]), single)
-        texts.extend(block_texts)
+    cells = print_floats(values, single)
+    texts: list[str] = b",".join(cells.tolist()).decode("ascii").split(",")
     return texts
 
 
@@ -120,7 +113,7 @@ def array_text(array: Tensor) -> str:
     element's text put into one ``%s`` template of the array's shape."""
     if array.ndim == 0:
         return element_texts(array)[0]
-    if array.size >= GRID_FROM and len(array):
+    if array.size >= GRID_FROM:
         lines = block(array)
         if lines is not None:
             return lines_text([lines], len(array)).decode("ascii")

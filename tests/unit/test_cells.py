@@ -82,8 +82,7 @@ def test_a_classifier_answer_reads_back(monkeypatch: pytest.MonkeyPatch) -> None
 
 
 def test_large_answers_are_printed_in_blocks(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(cells, "BLOCK", 100)
-    monkeypatch.setattr(printing, "BLOCK", 100)
+    monkeypatch.setattr(digits, "BLOCK", 100)
     rng = np.random.default_rng(11)
     outputs = {"x": rng.random((700, 3)), "y": rng.random(700).astype(np.float32)}
     outputs["x"][::97] = np.nan

@@ -101,7 +101,7 @@ def _rows_text(outputs: Mapping[str, Tensor], batch: int) -> str:
     (:func:`codecs.lines_text`) when the outputs hold enough numbers, else one
     ``%``-operation over a template with the names printed once and a ``%s`` for each
     number (or for each row of an output that is not numbers)."""
-    if batch and sum(array.size for array in outputs.values()) >= codecs.GRID_FROM:
+    if sum(array.size for array in outputs.values()) >= codecs.GRID_FROM:
         text = _rows_grid(outputs, batch)
         if text is not None:
             return text
