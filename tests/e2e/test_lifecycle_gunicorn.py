@@ -207,10 +207,17 @@ def test_tfserving_status_shows_versions_and_errors(
         assert status == 200
         return {entry["version"]: entry for entry in json.loads(data)["model_version_status"]}
 
-    # seen by every worker, and tried by each (a busy machine may still be LOADING it)
-    consecutive(lambda: status_of_2().get("2", {}).get("state") not in (None, "LOADING"),
-                count=10)
-    entries = status_of_2()
+    # seen by every worker, and tried by each (a busy machine may still be LOADING it); the
+    # entries checked are the last settled answer's: one more request may reach a worker
+    # that none of the streak reached, still loading
+    answers: list[dict[str, Any]] = []
+
+    def settled() -> bool:
+        answers.append(status_of_2())
+        return answers[-1].get("2", {}).get("state") not in (None, "LOADING")
+
+    consecutive(settled, count=10)
+    entries = answers[-1]
     assert entries["1"]["state"] == "AVAILABLE"
     assert entries["2"]["state"] == "END"
     assert "version 2 failed to load" in entries["2"]["status"]["error_message"]
