@@ -1,6 +1,8 @@
 """What printing numbers as TF Serving does costs (``codecs.dumps_tfserving``, its
-``WriteDecimal`` rule), against printing the shortest repr (``codecs.dumps``, orjson, what the
-TF Serving route printed before), on the 10,000-row answers of ``benchmarks/tfserving.py``:
+``WriteDecimal`` rule), against printing the shortest text (``codecs.dumps``, orjson,
+``PREDICT_TFSERVING_NUMBERS = "shortest"``), and that against the shortest answer built as
+one object per row (the route's way before), on the 100- and 10,000-row answers of
+``benchmarks/tfserving.py``:
 ``half_plus_two`` (float32), ``lr`` (``predict`` int64 + ``predict_proba`` float64, one
 object per row) and ``xgb`` (float32), and on 1-row answers. In-process, best of *--repeat*;
 ratios measured in the same run.
@@ -35,8 +37,9 @@ def answers(rows: int) -> dict[str, dict[str, np.ndarray]]:
     }
 
 
-def _shortest(outputs: dict[str, np.ndarray]) -> dict[str, Any]:
-    """The row answer as the route built it before: numpy rows for orjson to print."""
+def _object_per_row(outputs: dict[str, np.ndarray]) -> dict[str, Any]:
+    """The shortest-text row answer as the route built it before: one object per row of
+    numpy rows, for orjson to print."""
     if len(outputs) == 1:
         return {"predictions": next(iter(outputs.values()))}
     names = list(outputs)
@@ -56,15 +59,19 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--repeat", type=int, default=20)
     args = parser.parse_args()
-    print("| answer | shortest repr (ms) | TF Serving's rule (ms) | ratio |")
-    print("| --- | --- | --- | --- |")
-    for rows in (1, 10_000):  # encoding and printing, as the route does both
+    print("| answer | shortest (ms) | TF Serving's rule (ms) | rule / shortest "
+          "| shortest, an object per row (ms) | shortest / that |")
+    print("| --- | --- | --- | --- | --- | --- |")
+    for rows in (1, 100, 10_000):  # encoding and printing, as the route does both
         for model, outputs in answers(rows).items():
-            old = best(lambda: codecs.dumps(_shortest(outputs)), args.repeat)
-            new = best(lambda: codecs.dumps_tfserving(wire.encode_predict(outputs, True)),
-                       args.repeat)
-            print(f"| {model} {rows:,} rows | {old * 1e3:.3f} | {new * 1e3:.3f} | "
-                  f"{new / old:.1f}x |", flush=True)
+            short = best(lambda: codecs.dumps(wire.encode_predict(outputs, True, False)),
+                         args.repeat)
+            rule = best(lambda: codecs.dumps_tfserving(wire.encode_predict(outputs, True)),
+                        args.repeat)
+            before = best(lambda: codecs.dumps(_object_per_row(outputs)), args.repeat)
+            print(f"| {model} {rows:,} rows | {short * 1e3:.3f} | {rule * 1e3:.3f} | "
+                  f"{rule / short:.1f}x | {before * 1e3:.3f} | {short / before:.2f}x |",
+                  flush=True)
 
 
 if __name__ == "__main__":

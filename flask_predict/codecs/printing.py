@@ -33,8 +33,13 @@ def dumps(obj: Any) -> bytes:
 
     orjson prints numpy arrays directly, but writes non-finite floats as ``null``; when a
     ``null`` shows up and the value really holds NaN or infinity, simplejson prints it again
-    with the ``NaN``/``Infinity`` tokens.
+    with the ``NaN``/``Infinity`` tokens. A :class:`Raw` value of a top-level object is
+    written as it is.
     """
+    if type(obj) is dict and any(type(value) is Raw for value in obj.values()):
+        return b"{" + b",".join(orjson.dumps(key) + b":" + (
+            value.encode("utf-8") if type(value) is Raw else dumps(value))
+            for key, value in obj.items()) + b"}"
     try:
         fast = orjson.dumps(obj, option=orjson.OPT_SERIALIZE_NUMPY)
         if b"null" not in fast or _all_finite(obj):
@@ -88,7 +93,8 @@ def _all_finite(obj: Any) -> bool:
 # --- TF Serving's writer ------------------------------------------------------------------
 
 class Raw(str):
-    """JSON text already printed: :func:`dumps_tfserving` writes it as it is."""
+    """JSON text already printed: :func:`dumps_tfserving` writes it as it is, and
+    :func:`dumps` as a value of a top-level object."""
 
 
 _SMALL = 64
@@ -140,6 +146,14 @@ def element_texts(array: Tensor) -> list[str]:
         return text[1:-1].split(",")
     return [orjson.dumps(v, option=orjson.OPT_SERIALIZE_NUMPY).decode()
             for v in np.ravel(array).tolist()]
+
+
+def shortest_texts(array: Tensor) -> list[str]:
+    """Each element of numeric *array*, flattened row-major, as :func:`dumps` prints the
+    array: the shortest text that reads back, ``NaN`` and ``Infinity`` as tokens."""
+    if not array.size:
+        return []
+    return dumps(np.ravel(array)).decode("ascii")[1:-1].split(",")
 
 
 def dumps_tfserving(obj: Any) -> bytes:

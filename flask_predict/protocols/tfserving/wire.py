@@ -71,7 +71,8 @@ def encode_predict(outputs: Mapping[str, Tensor], row_format: bool,
 
     One output is written bare, several as objects keyed by output name. Numeric arrays stay
     numpy: :func:`codecs.dumps_tfserving` prints them as TF Serving does (*exact*), or
-    :func:`codecs.dumps` as their shortest text.
+    :func:`codecs.dumps` as their shortest text; the rows of several outputs are printed
+    here, either way, as :class:`codecs.Raw` text.
     """
     if not row_format:
         if len(outputs) == 1:
@@ -89,28 +90,26 @@ def encode_predict(outputs: Mapping[str, Tensor], row_format: bool,
     if len(outputs) == 1:
         ((name, array),) = outputs.items()
         return {"predictions": _value(array, name)}
-    if not exact:
-        names = list(outputs)
-        columns = [_rows(array, name) for name, array in outputs.items()]
-        return {"predictions": [dict(zip(names, row)) for row in zip(*columns)]}
-    return {"predictions": codecs.Raw(_rows_text(outputs, batch or 0))}
+    return {"predictions": codecs.Raw(_rows_text(outputs, batch or 0, exact))}
 
 
-def _rows_text(outputs: Mapping[str, Tensor], batch: int) -> str:
-    """``[{"name": <row of each output>, ...}, ...]``: a grid of one line per row
-    (:func:`codecs.lines_text`) when the outputs hold enough numbers, else one
+def _rows_text(outputs: Mapping[str, Tensor], batch: int, exact: bool = True) -> str:
+    """``[{"name": <row of each output>, ...}, ...]``: for *exact* numbers, a grid of one
+    line per row (:func:`codecs.lines_text`) when the outputs hold enough of them; else one
     ``%``-operation over a template with the names printed once and a ``%s`` for each
-    number (or for each row of an output that is not numbers)."""
-    if sum(array.size for array in outputs.values()) >= codecs.GRID_FROM:
+    number (or for each row of an output that is not numbers), each number's text
+    TF Serving's (*exact*) or its shortest."""
+    if exact and sum(array.size for array in outputs.values()) >= codecs.GRID_FROM:
         text = _rows_grid(outputs, batch)
         if text is not None:
             return text
+    print_texts = codecs.element_texts if exact else codecs.shortest_texts
     slots, columns = [], []
     for name, array in outputs.items():
         value = _value(array, name)
         if isinstance(value, np.ndarray):
             slots.append(codecs.row_template(value.shape[1:]))
-            columns.append(codecs.element_texts(value))
+            columns.append(print_texts(value))
         else:
             slots.append("%s")
             columns.append([codecs.dumps(row).decode("utf-8") for row in value])
@@ -158,13 +157,6 @@ def _value(array: Tensor, name: str) -> Any:
     if array.dtype == np.float16:
         raise InvalidInput("Failed to write JSON value for tensor type: half")
     return array
-
-
-def _rows(array: Tensor, name: str) -> Any:
-    """One entry per row for :func:`codecs.dumps`: numpy rows (float32 keeps its short
-    text), bytes as text or ``{"b64"}``."""
-    value = _value(array, name)
-    return list(value) if isinstance(value, np.ndarray) else value
 
 
 # --- classify / regress ---------------------------------------------------------------------

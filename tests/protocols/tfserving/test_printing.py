@@ -46,3 +46,39 @@ def test_rows_mixing_bytes_and_numbers() -> None:
     assert json.loads(text) == {"predictions": [
         {"word": "a", "word_bytes": {"b64": "/w=="}, "p": 0.5},
         {"word": "b", "word_bytes": {"b64": "Yw=="}, "p": 2.0}]}
+
+
+def row_dicts(outputs: dict[str, np.ndarray]) -> bytes:
+    """The shortest-numbers answer as one object per row, printed whole by ``codecs.dumps``."""
+    names = list(outputs)
+    columns = [list(array) if array.dtype.kind in "biuf" else codecs.json_value(array, name)
+               for name, array in outputs.items()]
+    return codecs.dumps({"predictions": [dict(zip(names, row)) for row in zip(*columns)]})
+
+
+def shortest(outputs: dict[str, np.ndarray]) -> bytes:
+    return codecs.dumps(wire.encode_predict(outputs, row_format=True, exact=False))
+
+
+def test_shortest_rows_print_as_one_object_per_row() -> None:
+    """PREDICT_TFSERVING_NUMBERS = "shortest" prints the rows of several outputs through one
+    template: byte for byte what printing an object per row prints."""
+    rng = np.random.default_rng(7)
+    for batch in (0, 1, 2, 7, 300):
+        outputs = {"labels": rng.integers(-10 ** 12, 10 ** 12, batch),
+                   "p%s\"é": rng.random((batch, 2)) * 10.0 ** rng.integers(-9, 9, (batch, 1)),
+                   "narrow": (rng.standard_normal((batch, 1)) * 1e-6).astype(np.float32),
+                   "none": np.zeros((batch, 0)), "flags": rng.random(batch) > 0.5,
+                   "word": np.array([b"w%d" % i for i in range(batch)], dtype=object)}
+        assert shortest(outputs) == row_dicts(outputs), batch
+
+
+def test_shortest_rows_with_nan_and_infinity_read_back_the_same() -> None:
+    """A non-finite number is printed as TF Serving's token; the other outputs keep their
+    values (their texts may take orjson's exponent form, 1e-5, where printing the whole
+    answer again for the token would give Python's, 1e-05)."""
+    outputs = {"p": np.array([np.nan, np.inf, -np.inf, 1e-5]),
+               "q": np.array([[1e-5, 2.5], [0.1, 3.0], [7.0, 8.0], [1e21, -0.0]], np.float32)}
+    text = shortest(outputs)
+    assert b"NaN" in text and b"-Infinity" in text
+    assert json.dumps(json.loads(text)) == json.dumps(json.loads(row_dicts(outputs)))
