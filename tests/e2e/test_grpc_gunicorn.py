@@ -452,9 +452,10 @@ def test_both_workers_answer_and_the_master_never_loads_grpc(server: GrpcGunicor
 
 def test_a_killed_worker_loses_only_its_call_in_flight(server: GrpcGunicornServer) -> None:
     """Calls go round-robin over four connections (two per worker), one at a time, while
-    one worker is SIGKILLed: at most the one call in flight fails, the next calls reconnect
-    to the surviving worker, and the worker gunicorn starts in its place serves the shared
-    port again (for new connections).
+    one worker is SIGKILLed: at most one call per connection to it fails (the one in flight,
+    and one sent on its other connection before the client saw that socket close), the next
+    calls reconnect to the surviving worker, and the worker gunicorn starts in its place
+    serves the shared port again (for new connections).
 
     The calls use ``wait_for_ready``: a default (fail-fast) call made while its channel
     backs off after a failed reconnection would fail with UNAVAILABLE instead of waiting
@@ -498,7 +499,7 @@ def test_a_killed_worker_loses_only_its_call_in_flight(server: GrpcGunicornServe
             chan.close()
     after = results[killed_at:]
     failed = [code for code, _ in after if code != "ok"]
-    assert len(failed) <= 1, failed
+    assert len(failed) <= 2, failed  # the victim's two connections
     assert len(after) >= 40
     assert victim not in {pid for _, pid in after[2:]}
     # Existing connections stay with the survivor; new ones reach the new worker too.
