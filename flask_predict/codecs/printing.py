@@ -33,13 +33,8 @@ def dumps(obj: Any) -> bytes:
 
     orjson prints numpy arrays directly, but writes non-finite floats as ``null``; when a
     ``null`` shows up and the value really holds NaN or infinity, simplejson prints it again
-    with the ``NaN``/``Infinity`` tokens. A :class:`Raw` value of a top-level object is
-    written as it is.
+    with the ``NaN``/``Infinity`` tokens.
     """
-    if type(obj) is dict and any(type(value) is Raw for value in obj.values()):
-        return b"{" + b",".join(orjson.dumps(key) + b":" + (
-            value.encode("utf-8") if type(value) is Raw else dumps(value))
-            for key, value in obj.items()) + b"}"
     try:
         fast = orjson.dumps(obj, option=orjson.OPT_SERIALIZE_NUMPY)
         if b"null" not in fast or _all_finite(obj):
@@ -93,8 +88,7 @@ def _all_finite(obj: Any) -> bool:
 # --- TF Serving's writer ------------------------------------------------------------------
 
 class Raw(str):
-    """JSON text already printed: :func:`dumps_tfserving` writes it as it is, and
-    :func:`dumps` as a value of a top-level object."""
+    """JSON text already printed: :func:`dumps_tfserving` writes it as it is."""
 
 
 _SMALL = 64
@@ -156,10 +150,19 @@ def shortest_texts(array: Tensor) -> list[str]:
     return dumps(np.ravel(array)).decode("ascii")[1:-1].split(",")
 
 
-def dumps_tfserving(obj: Any) -> bytes:
+def dumps_tfserving(obj: Any, exact: bool = True) -> bytes:
     """Print *obj* (dicts, lists, numpy arrays and scalars, :class:`Raw` text) as TF
-    Serving prints a response; numbers as its ``WriteDecimal`` does."""
-    return _tf_text(obj).encode("utf-8")
+    Serving prints a response; numbers as its ``WriteDecimal`` does (*exact*), else as
+    :func:`dumps` prints them, their shortest text (a top-level object's :class:`Raw`
+    values still written as they are)."""
+    if exact:
+        return _tf_text(obj).encode("utf-8")
+    if isinstance(obj, Raw):
+        return obj.encode("utf-8")
+    if isinstance(obj, Mapping) and any(isinstance(value, Raw) for value in obj.values()):
+        return b"{" + b",".join(_key(key).encode("utf-8") + b":" + dumps_tfserving(value, False)
+                                for key, value in obj.items()) + b"}"
+    return dumps(obj)
 
 
 def _tf_text(obj: Any) -> str:

@@ -186,9 +186,8 @@ def dispatch(v1: str, rest: str) -> ResponseReturnValue:
 def tf_response(payload: Any) -> Response:
     """*payload* printed as TF Serving prints it (numbers by its ``WriteDecimal``), or with
     the shortest text of each number (``PREDICT_TFSERVING_NUMBERS = "shortest"``)."""
-    if get_state().settings.tfserving_numbers == "shortest":
-        return Response(codecs.dumps(payload), mimetype=JSON_MIMETYPE)
-    return Response(codecs.dumps_tfserving(payload), mimetype=JSON_MIMETYPE)
+    exact = get_state().settings.tfserving_numbers == "tfserving"
+    return Response(codecs.dumps_tfserving(payload, exact), mimetype=JSON_MIMETYPE)
 
 
 bp.register_error_handler(Exception, error_handler(json_error))

@@ -70,9 +70,9 @@ def encode_predict(outputs: Mapping[str, Tensor], row_format: bool,
     """``{"predictions": ...}`` for a row request, ``{"outputs": ...}`` for a columnar one.
 
     One output is written bare, several as objects keyed by output name. Numeric arrays stay
-    numpy: :func:`codecs.dumps_tfserving` prints them as TF Serving does (*exact*), or
-    :func:`codecs.dumps` as their shortest text; the rows of several outputs are printed
-    here, either way, as :class:`codecs.Raw` text.
+    numpy: :func:`codecs.dumps_tfserving` prints them as TF Serving does (*exact*), or as
+    their shortest text; the rows of several outputs are printed here, either way, as
+    :class:`codecs.Raw` text.
     """
     if not row_format:
         if len(outputs) == 1:
@@ -93,7 +93,7 @@ def encode_predict(outputs: Mapping[str, Tensor], row_format: bool,
     return {"predictions": codecs.Raw(_rows_text(outputs, batch or 0, exact))}
 
 
-def _rows_text(outputs: Mapping[str, Tensor], batch: int, exact: bool = True) -> str:
+def _rows_text(outputs: Mapping[str, Tensor], batch: int, exact: bool) -> str:
     """``[{"name": <row of each output>, ...}, ...]``: for *exact* numbers, a grid of one
     line per row (:func:`codecs.lines_text`) when the outputs hold enough of them; else one
     ``%``-operation over a template with the names printed once and a ``%s`` for each

@@ -57,7 +57,8 @@ def row_dicts(outputs: dict[str, np.ndarray]) -> bytes:
 
 
 def shortest(outputs: dict[str, np.ndarray]) -> bytes:
-    return codecs.dumps(wire.encode_predict(outputs, row_format=True, exact=False))
+    return codecs.dumps_tfserving(wire.encode_predict(outputs, row_format=True, exact=False),
+                                  exact=False)
 
 
 def test_shortest_rows_print_as_one_object_per_row() -> None:
