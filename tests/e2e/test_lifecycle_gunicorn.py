@@ -87,6 +87,14 @@ def pids(server: GunicornServer, want: int = 2, timeout: float = 60) -> set[int]
     return found
 
 
+def logged(server: GunicornServer, text: str, times: int, timeout: float = 30) -> None:
+    """Wait until the server's log holds *text* *times* times (once per worker)."""
+    deadline = time.monotonic() + timeout
+    while server.log_text().count(text) < times:
+        assert time.monotonic() < deadline, f"{text!r} not logged {times} times in {timeout}s"
+        time.sleep(0.1)
+
+
 def consecutive(check: Callable[[], bool], count: int = 20, timeout: float = 30) -> int:
     """Ask until *count* answers in a row pass *check*; return how many were asked."""
     asked = streak = 0
@@ -154,6 +162,8 @@ def test_versions_and_models_follow_the_disk_in_every_worker(
     with Traffic(lambda: v2_version(server)) as traffic:
         publish(tmp_path / "staging" / "2", root / "iris" / "2")
         consecutive(lambda: v2_version(server) == (200, "2"))
+        # twenty answers in a row may all come from one worker: wait for the other too
+        logged(server, "model 'iris': version 1 retired", 2)
     assert traffic.failed == [], "no request failed during the swap"
     status, _, data = request("GET", server.url + "/v2/models/iris")
     assert status == 200 and json.loads(data)["versions"] == ["2"]
@@ -192,6 +202,9 @@ def test_versions_and_models_follow_the_disk_in_every_worker(
     # a model removed from the config file: 404 from every worker
     write_config(root / "models.json", {"iris": {"base_path": "iris"}})
     consecutive(lambda: slow(server)[0] == 404)
+    logged(server, "model 'slow' removed from the configuration", 2)
+    for _ in range(6):
+        assert slow(server)[0] == 404
     assert v2_version(server) == (200, "2")
 
 
@@ -227,6 +240,7 @@ def test_tfserving_status_shows_versions_and_errors(
     consecutive(lambda: status_of_2().get("3", {}).get("state") == "AVAILABLE")
     # the replaced version is UNLOADING until it is closed a poll later, then END
     consecutive(lambda: status_of_2()["1"]["state"] == "END")
+    logged(server, "model 'iris': version 1 retired", 2)
     assert request("POST", server.url + "/v1/models/iris/versions/1:predict",
                    body={"instances": [FLOWER]})[0] == 404
 
