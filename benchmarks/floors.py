@@ -4,7 +4,9 @@
   the most any WSGI server process on this machine can answer.
 * ``flask_app``: the cheapest Flask view doing the same; Flask's own per-request cost.
 
-``gunicorn -w 2 -k sync --chdir benchmarks floors:bare`` (or ``floors:flask_app``).
+``gunicorn -w 2 -k flask_predict.sync_worker.SyncWorker --chdir benchmarks floors:bare`` (or
+``floors:flask_app``): the worker class flask-predict's own settings name, so a floor is the
+same gunicorn as the server it bounds.
 """
 
 from __future__ import annotations
@@ -16,6 +18,7 @@ from typing import Any, Callable, Iterable
 from flask import Flask, Response, request
 
 ANSWER = b'{"predictions":[0]}'
+WORKER_CLASS = "flask_predict.sync_worker.SyncWorker"
 
 
 def bare(environ: dict[str, Any],
@@ -48,5 +51,5 @@ def ready(path: str) -> Response:
 def gunicorn_command(app: str, workers: int = 2) -> list[str]:
     """The command line that serves ``floors:<app>`` on ``127.0.0.1:{port}``."""
     return [sys.executable, "-m", "gunicorn", "--workers", str(workers), "--worker-class",
-            "sync", "--bind", "127.0.0.1:{port}", "--chdir", str(Path(__file__).parent),
+            WORKER_CLASS, "--bind", "127.0.0.1:{port}", "--chdir", str(Path(__file__).parent),
             f"floors:{app}"]

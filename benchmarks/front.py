@@ -78,24 +78,46 @@ def _user() -> str:
     return pwd.getpwuid(os.geteuid()).pw_name
 
 
-def main(argv: Sequence[str] | None = None) -> None:
-    import models as bench_models  # the benchmark's models and bodies
-    import run  # the answer check and scenarios
+def options(description: str, argv: Sequence[str] | None) -> argparse.Namespace:
+    """``--rounds``, ``--seconds`` and ``--no-readme``; exits when ``wrk`` is missing, and
+    keeps the thread variables of this shell from the servers."""
+    import run
 
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser = argparse.ArgumentParser(description=description)
     parser.add_argument("--rounds", type=int, default=3)
     parser.add_argument("--seconds", type=float, default=5.0)
     parser.add_argument("--no-readme", action="store_true", help="don't rewrite README.md")
     args = parser.parse_args(argv)
-
     harness.require_wrk()
     for name in run.THREAD_VARIABLES:
         os.environ.pop(name, None)
+    return args
+
+
+def prepare(work: Path) -> tuple[dict[tuple[str, int], Path], dict[str, object]]:
+    """The benchmark's ``lr`` and ``xgb`` models trained under *work*, their 1-row and 100-row
+    bodies, and the ``FLASK_PREDICT_MODELS`` entries that serve them."""
+    import models as bench_models
+
+    bench_models.train(work / "models")
+    bodies = bench_models.write_bodies(work, (1, 100))
+    return bodies, {name: {"base_path": str(work / "models" / name)} for name in ("lr", "xgb")}
+
+
+def measured(args: argparse.Namespace, what: str) -> str:
+    """The first line of a report: when, where, how long; *what* ran."""
+    return (f"Measured {time.strftime('%Y-%m-%d')} on {os.cpu_count()} cores shared with "
+            f"other work (noisy: compare the ratios, not the req/s), {args.rounds} rounds of "
+            f"{args.seconds:g} s per scenario, medians; {what}.")
+
+
+def main(argv: Sequence[str] | None = None) -> None:
+    import run  # the answer check and scenarios
+
+    args = options(__doc__.splitlines()[0], argv)
     with tempfile.TemporaryDirectory(prefix="flask-predict-front-") as tmp:
         work = Path(tmp)
-        bench_models.train(work / "models")
-        bodies = bench_models.write_bodies(work, (1, 100))
-        models = {name: {"base_path": str(work / "models" / name)} for name in ("lr", "xgb")}
+        bodies, models = prepare(work)
         path = "/v1/projects/bench/models/{model}:predict"
         ready = {"ready_path": "/v2/health/ready", "ready_status": 200,
                  "check": run.check_rows}
@@ -103,20 +125,23 @@ def main(argv: Sequence[str] | None = None) -> None:
         scenarios = run.scenarios(bodies, ["1 row, 16 conns", "100 rows, 16 conns"])
         results = harness.run_rounds(servers, scenarios, args.rounds, args.seconds,
                                      log_dir=work)
-    report = "\n\n".join([
-        f"Measured {time.strftime('%Y-%m-%d')} on {os.cpu_count()} cores shared with other "
-        f"work (noisy: compare the ratios, not the req/s), {args.rounds} rounds of "
-        f"{args.seconds:g} s per scenario, medians; 16 keep-alive connections (wrk), "
-        "2 sync workers.",
+    publish(args, "front", results, [
+        measured(args, "16 keep-alive connections (wrk), 2 sync workers"),
         "Requests/s against direct gunicorn:\n\n"
         + harness.ratio_table(results, "gunicorn", ["nginx+gunicorn", "gunicorn"]),
         "Requests per CPU second of all the server's processes (nginx included):\n\n"
         + harness.ratio_table(results, "gunicorn", ["nginx+gunicorn", "gunicorn"],
-                              "requests_per_cpu_s"),
-        "Per round:\n\n" + harness.raw_table(results)])
+                              "requests_per_cpu_s")])
+
+
+def publish(args: argparse.Namespace, section: str, results: Sequence[harness.Result],
+            parts: Sequence[str]) -> None:
+    """Print *parts* and the per-round table; write them to README.md's *section* unless
+    ``--no-readme``."""
+    report = "\n\n".join([*parts, "Per round:\n\n" + harness.raw_table(results)])
     print("\n" + report)
     if not args.no_readme:
-        harness.update_readme("front", report)
+        harness.update_readme(section, report)
 
 
 if __name__ == "__main__":

@@ -18,14 +18,17 @@ from . import server
 
 __all__ = ["bind", "workers", "worker_class", "preload_app", "timeout", "graceful_timeout",
            "worker_tmp_dir", "keepalive", "control_socket_disable", "on_starting", "pre_fork",
-           "post_fork", "post_worker_init", "child_exit", "worker_exit"]
+           "post_fork", "post_worker_init", "child_exit", "post_request", "worker_exit"]
 
 #   bind - all interfaces on $PORT (else Vertex AI's $AIP_HTTP_PORT, else 8080).
 _port = os.environ.get("PORT") or os.environ.get("AIP_HTTP_PORT") or "8080"
 bind = f"{os.environ.get('HOST', '0.0.0.0')}:{_port}"
 #   workers - each is one process with its own models; requests run one at a time in each.
 workers = int(os.environ.get("WEB_CONCURRENCY", "2"))
-worker_class = "sync"
+#   worker_class - gunicorn's sync worker, closing a connection as soon as its request,
+#       read whole, is answered, instead of waiting for the client to close first
+#       (flask_predict.sync_worker); ``-k sync`` is gunicorn's own.
+worker_class = "flask_predict.sync_worker.SyncWorker"
 #   preload_app - False: TensorFlow hangs in a forked child once the parent has imported it,
 #       and scikit-learn/XGBoost OpenMP pools are not fork-safe either; models are loaded
 #       after the fork, inside each worker.

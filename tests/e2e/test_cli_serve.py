@@ -36,7 +36,8 @@ def test_tf_serving_style_start(model_root: Path, tmp_path: Path) -> None:
                                   body={"instances": [[5.1, 3.5, 1.4, 0.2]]})
         assert status == 200 and json.loads(body)["predictions"][0]["predict"] == 0
         log = server.log_text()
-    assert "Listening at: http://127.0.0.1:" in log and "Using worker: sync" in log
+    assert "Listening at: http://127.0.0.1:" in log
+    assert "Using worker: flask_predict.sync_worker.SyncWorker" in log
 
 
 def test_config_file_start_runs_the_packaged_settings(

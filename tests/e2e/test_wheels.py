@@ -126,4 +126,5 @@ def test_installed_command_serves_every_protocol(venv: Path, model_config: dict[
         tensors = {t["name"]: t for t in json.loads(body)["gtensors"]["tensors"]}
         assert status == 200 and tensors["predict"]["flat_int64"] == ["0", "2"]
         log = server.log_text()
-    assert "Using worker: sync" in log and "configuration error" not in log
+    assert "Using worker: flask_predict.sync_worker.SyncWorker" in log
+    assert "configuration error" not in log

@@ -1,0 +1,103 @@
+"""flask_predict.sync_worker: which requests count as read whole (gunicorn's own parser), and
+the immediate close on real TCP sockets."""
+
+from __future__ import annotations
+
+import socket
+import time
+from collections.abc import Iterator
+
+import pytest
+from gunicorn.config import Config
+from gunicorn.http.parser import RequestParser
+
+from flask_predict.sync_worker import DRAIN_LIMIT, close_read_connection, read_whole
+
+
+def parsed(raw: bytes) -> object:
+    return next(RequestParser(Config(), iter([raw]), ("127.0.0.1", 1)))
+
+
+def test_a_request_is_read_whole_once_its_declared_body_is_off_the_connection() -> None:
+    req = parsed(b"POST /v2/models/m/infer HTTP/1.1\r\nHost: x\r\nContent-Length: 5000\r\n"
+                 b"\r\n" + b"x" * 5000)
+    assert not read_whole(req)
+    assert req.body.read(10) == b"x" * 10  # type: ignore[attr-defined]
+    assert not read_whole(req), "gunicorn reads 1 KiB ahead, not the whole body"
+    assert len(req.body.read(5000)) == 4990  # type: ignore[attr-defined]
+    assert read_whole(req)
+
+
+@pytest.mark.parametrize("raw", [
+    b"GET /v2/health/live HTTP/1.1\r\nHost: x\r\n\r\n",
+    b"POST /v1/models/m:predict HTTP/1.1\r\nHost: x\r\nContent-Length: 0\r\n\r\n",
+])
+def test_a_request_without_a_body_is_read_whole(raw: bytes) -> None:
+    assert read_whole(parsed(raw))
+
+
+def test_a_chunked_body_is_never_read_whole() -> None:
+    req = parsed(b"POST /v1/models/m:predict HTTP/1.1\r\nHost: x\r\n"
+                 b"Transfer-Encoding: chunked\r\n\r\n5\r\nhello\r\n0\r\n\r\n")
+    assert req.body.read() == b"hello"  # type: ignore[attr-defined]
+    assert not read_whole(req)
+    assert not read_whole(object())
+
+
+@pytest.fixture()
+def connection() -> Iterator[tuple[socket.socket, socket.socket]]:
+    """A client and the server's side of one TCP connection over the loopback."""
+    with socket.create_server(("127.0.0.1", 0)) as listener:
+        # room for more than the drain limit in the server's receive buffer (the accepted
+        # socket inherits the listener's size)
+        listener.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4 * DRAIN_LIMIT)
+        client = socket.create_connection(listener.getsockname())
+        served, _ = listener.accept()
+    with client, served:
+        client.settimeout(10)
+        yield client, served
+
+
+def test_an_answered_connection_closes_at_once_and_the_client_reads_to_the_end(
+        connection: tuple[socket.socket, socket.socket]) -> None:
+    client, served = connection
+    client.sendall(b"request")
+    assert served.recv(100) == b"request"
+    served.sendall(b"answer")
+    assert close_read_connection(served)
+    assert served.fileno() == -1, "closed, not left to gunicorn's wait"
+    assert client.recv(100) == b"answer"
+    assert client.recv(100) == b"", "a clean end, no reset"
+
+
+def test_bytes_already_arrived_are_drained_so_the_close_sends_no_reset(
+        connection: tuple[socket.socket, socket.socket]) -> None:
+    client, served = connection
+    client.sendall(b"request" + b"x" * 1000)  # more than the server read
+    assert served.recv(7) == b"request"
+    served.sendall(b"answer")
+    _wait_for_bytes(served, 1000)
+    assert close_read_connection(served)
+    assert client.recv(100) == b"answer"
+    assert client.recv(100) == b""
+
+
+def test_a_client_still_sending_is_left_to_the_staged_close(
+        connection: tuple[socket.socket, socket.socket]) -> None:
+    client, served = connection
+    client.sendall(b"x" * (DRAIN_LIMIT + 4096))
+    _wait_for_bytes(served, DRAIN_LIMIT + 4096)
+    served.sendall(b"answer")
+    assert not close_read_connection(served)
+    assert served.fileno() != -1, "left open for gunicorn's close"
+    with pytest.raises(OSError):
+        served.send(b"more")  # its side was shut all the same
+    served.close()
+
+
+def _wait_for_bytes(sock: socket.socket, count: int) -> None:
+    """Until at least *count* bytes wait unread in *sock*'s receive buffer."""
+    deadline = time.monotonic() + 10
+    while len(sock.recv(count, socket.MSG_PEEK)) < count:
+        assert time.monotonic() < deadline, f"{count} bytes never arrived"
+        time.sleep(0.01)
