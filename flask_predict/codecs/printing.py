@@ -16,7 +16,8 @@ from __future__ import annotations
 import base64
 import functools
 import math
-from typing import Any, Mapping
+from collections.abc import Mapping
+from typing import Any
 
 import numpy as np
 import orjson

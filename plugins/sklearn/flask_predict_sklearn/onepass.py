@@ -49,7 +49,10 @@ def derive(model: Any) -> OnePass | None:
     if type(model) is Pipeline:
         return _pipeline(model)
     if _is_logistic(model):
-        return lambda rows: _logistic(model, rows)
+        from scipy.special import expit  # imported once here, not on every call
+        from sklearn.utils.extmath import softmax
+
+        return lambda rows: _logistic(model, rows, expit, softmax)
     if _predicts_argmax_of_proba(model):
         return lambda rows: _argmax_of_proba(model, model.predict_proba(rows))
     return None
@@ -69,10 +72,8 @@ def _is_logistic(model: Any) -> bool:
             and ((n_classes == 2 and n_scores == 1) or n_classes == n_scores > 2))
 
 
-def _logistic(model: Any, rows: Tensor) -> tuple[Tensor, Tensor]:
-    from scipy.special import expit
-    from sklearn.utils.extmath import softmax
-
+def _logistic(model: Any, rows: Tensor, expit: Callable[..., Tensor],
+              softmax: Callable[..., Tensor]) -> tuple[Tensor, Tensor]:
     if not plain_finite(rows):  # scikit-learn's own checks and errors
         return np.asarray(model.predict(rows)), np.asarray(model.predict_proba(rows))
     decision = scores(model, rows)
