@@ -8,7 +8,9 @@ serving ``benchmarks/run.py``'s 20-feature LogisticRegression, each answering HT
   server on as well (``FLASK_PREDICT_GRPC_PORT``: each worker runs its own, idle here);
 * ``observed``: the standalone defaults, Prometheus metrics recorded (multiprocess files)
   and one text access-log line per request written to the server's log;
-* ``unobserved``: ``FLASK_PREDICT_METRICS=false`` and ``FLASK_PREDICT_ACCESS_LOG=false``.
+* ``unobserved``: ``FLASK_PREDICT_METRICS=false`` and ``FLASK_PREDICT_ACCESS_LOG=false``;
+* ``flask-floor``: the cheapest Flask view (``floors.py``) on the same gunicorn, for what the
+  product costs a request over any Flask app, with and without what it observes.
 
 All take turns in every round (see ``harness.run_rounds``); the ratio observed/unobserved
 of the medians is the figure to read (target: at least 0.95).
@@ -29,11 +31,14 @@ from pathlib import Path
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
 
+import floors  # noqa: E402
 import harness  # noqa: E402
 import models  # noqa: E402
 import run  # noqa: E402
 from harness import Scenario, Server  # noqa: E402
 
+FLOOR = "flask-floor"
+"""The cheapest Flask view on the same gunicorn: what a request costs any Flask app."""
 ROUTES = {"AI Platform": "/v1/projects/bench/models/{model}:predict",
           "TF Serving": "/v1/models/{model}:predict"}
 
@@ -53,6 +58,7 @@ def servers(models: Path, route: str) -> list[Server]:
                env={**common, "FLASK_PREDICT_METRICS": "false",
                     "FLASK_PREDICT_ACCESS_LOG": "false"},
                ready_path="/v2/health/ready", ready_status=200, check=run.check_rows),
+        Server(FLOOR, floors.gunicorn_command("flask_app"), path="/"),
     ]
 
 
@@ -81,6 +87,9 @@ def main() -> None:
         "Requests/s:\n\n" + harness.ratio_table(results, "unobserved"),
         "Requests per CPU second of the server's processes:\n\n"
         + harness.ratio_table(results, "unobserved", metric="requests_per_cpu_s"),
+        "Requests per CPU second against the Flask floor view (the product's own cost per "
+        "request, with and without what it observes):\n\n"
+        + harness.ratio_table(results, FLOOR, metric="requests_per_cpu_s"),
         "Start-up and memory (summed RSS of the master and both workers):\n\n"
         + run.footprint_table(footprints, "unobserved"),
         "Per round:\n\n" + harness.raw_table(results),
