@@ -8,6 +8,7 @@ floor view, 2 workers each, issue 14's one-row and 100-row scenarios.
 
 from __future__ import annotations
 
+import dataclasses
 import tempfile
 from pathlib import Path
 from typing import Sequence
@@ -21,13 +22,10 @@ STOCK = "sync"
 
 
 def stock(server: Server, name: str) -> Server:
-    """*server* with gunicorn's own sync worker (``-k sync`` after the settings)."""
-    command = [STOCK if part == floors.WORKER_CLASS else part for part in server.command]
-    if command == list(server.command):
-        command = [*command, "--worker-class", STOCK]
-    return Server(name, command, path=server.path, env=server.env, cwd=server.cwd,
-                  ready_path=server.ready_path, ready_status=server.ready_status,
-                  check=server.check)
+    """*server* with gunicorn's own sync worker: ``-k sync`` last, so it wins over the
+    settings file and over an earlier ``--worker-class``."""
+    return dataclasses.replace(server, name=name,
+                               command=[*server.command, "--worker-class", STOCK])
 
 
 def main(argv: Sequence[str] | None = None) -> None:
@@ -41,9 +39,7 @@ def main(argv: Sequence[str] | None = None) -> None:
                             ready_path="/v2/health/ready", ready_status=200,
                             check=run.check_rows)
         floor = Server("floor", floors.gunicorn_command("flask_app"), path="/")
-        servers = [Server("flask-predict", ours.command, path=ours.path, env=ours.env,
-                          cwd=ours.cwd, ready_path=ours.ready_path,
-                          ready_status=ours.ready_status, check=ours.check),
+        servers = [dataclasses.replace(ours, name="flask-predict"),
                    stock(ours, "flask-predict -k sync"), floor, stock(floor, "floor -k sync")]
         scenarios = run.scenarios(bodies, ["1 row, 1 conn", "1 row, 16 conns",
                                            "100 rows, 16 conns"])
