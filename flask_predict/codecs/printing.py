@@ -94,15 +94,24 @@ class Raw(str):
 
 _SMALL = 64
 """Arrays up to this size are printed number by number (numpy's fixed cost is larger)."""
+_PERCENT_BELOW = 384
+"""float32 arrays past :data:`_SMALL` and below this size are printed by
+:func:`digits.percent_texts` (a request of 300 values: 0.94x the CPU of numpy's path; of
+500: 1.03x)."""
 
 
 def float_texts(array: Tensor) -> list[str]:
     """Each element of float32/float64 *array*, flattened, as TF Serving prints it: the
-    rule number by number for a few, else :func:`digits.print_floats`."""
+    rule number by number for a few, a few hundred float32 by :func:`digits.percent_texts`,
+    else :func:`digits.print_floats`."""
     single = array.dtype == np.float32
     values = np.ravel(array).astype(np.float64)
     if values.size <= _SMALL or not digits.VECTORISED:
         return [write_decimal(value, single) for value in values.tolist()]
+    if single and values.size < _PERCENT_BELOW:
+        percent = digits.percent_texts(values.tolist(), single)
+        if percent is not None:
+            return percent
     cells = print_floats(values, single)
     texts: list[str] = b",".join(cells.tolist()).decode("ascii").split(",")
     return texts

@@ -105,3 +105,53 @@ def test_float_texts_of_large_arrays_are_value_by_value() -> None:
     single = values.astype(np.float32)
     assert printing.float_texts(single) == [digits.write_decimal(value, True)
                                             for value in single.tolist()]
+
+
+def assert_percent_as_the_rule(values: Tensor, single: bool) -> None:
+    if single:
+        values = values.astype(np.float32).astype(np.float64)
+    numbers = values.tolist()
+    assert digits.percent_texts(numbers, single) == [
+        digits.write_decimal(value, single) for value in numbers]
+
+
+@pytest.mark.parametrize("single", [False, True])
+def test_percent_texts_follow_the_rule(single: bool) -> None:
+    rng = np.random.default_rng(4)
+    tiny = np.finfo(np.float32 if single else np.float64)
+    kinds = [
+        rng.random(300),  # probabilities: the long form
+        np.round(rng.random(300), 3),  # "%g" reads back
+        rng.integers(-10 ** 7, 10 ** 7, 300).astype(np.float64),  # whole numbers: ".0"
+        (rng.random(300) - 0.5) * 10.0 ** rng.integers(-40, 38, 300),  # exponents
+        np.array([0.0, -0.0, 1.0, -1.0, 1e6, 1e-5, 123456.5, 999999.5, 9999995.0,
+                  float(tiny.max), -float(tiny.max), float(tiny.tiny), float(tiny.smallest_subnormal)]),
+    ]
+    for values in kinds:
+        assert_percent_as_the_rule(values, single)
+
+
+def test_percent_texts_leave_non_finite_values() -> None:
+    for value in (np.nan, np.inf, -np.inf):
+        assert digits.percent_texts([0.5, value], False) is None
+        assert digits.percent_texts([value, 0.5], True) is None
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(st.floats(allow_nan=False, allow_infinity=False, width=32), min_size=1,
+                max_size=400), st.booleans())
+def test_percent_texts_of_any_finite_values(numbers: list[float], single: bool) -> None:
+    assert_percent_as_the_rule(np.array(numbers, dtype=np.float64), single)
+
+
+@pytest.mark.parametrize("size", [65, 200, 383, 384, 600])
+def test_float_texts_of_float32_arrays_of_every_size(size: int) -> None:
+    rng = np.random.default_rng(size)
+    values = (rng.random(size) * 10.0 ** rng.integers(-8, 8, size)).astype(np.float32)
+    values[::9] = np.round(values[::9], 2)
+    values[1] = -0.0
+    expected = [digits.write_decimal(value, True) for value in values.tolist()]
+    assert printing.float_texts(values) == expected
+    values[3] = np.nan  # not finite: numpy's path, the same texts
+    assert printing.float_texts(values)[3] == "NaN"
+    assert printing.float_texts(values)[4:] == expected[4:]
