@@ -6,7 +6,10 @@ against every data-frame library XGBoost knows, prints the call's settings and t
 interface as JSON, and builds the answer from a class defined per call. :class:`DensePredict`
 prints the settings once, when the model loads, and makes the same C call
 (``XGBoosterPredictFromDense``) on a C-contiguous float32 matrix: the answer is XGBoost's own,
-bit for bit; only the Python around it is shorter.
+bit for bit; only the work around it is shorter. That call builds a new proxy matrix
+whenever it is given none (reading the CPU quota from the cgroup files each time); each
+thread here keeps one, which the call points at the new rows every time (14 us of a
+60 us one-row call).
 """
 
 from __future__ import annotations
@@ -14,6 +17,7 @@ from __future__ import annotations
 import ctypes
 import json
 import math
+import threading
 from typing import Any
 
 import numpy as np
@@ -37,6 +41,8 @@ class DensePredict:
             "iteration_begin": int(iteration_range[0]),
             "iteration_end": int(iteration_range[1]), "missing": missing,
             "strict_shape": False, "cache_id": 0}).encode()
+        self._threads = threading.local()
+        """Each thread's proxy matrix (``XGBoosterPredictFromDense``'s ``m``)."""
 
     def __call__(self, matrix: Tensor) -> Tensor:
         """The predictions for *matrix* (rows of features), a new float32 array."""
@@ -47,11 +53,14 @@ class DensePredict:
             return np.empty((0,), dtype=np.float32)
         interface = b'{"data": [%d, true], "shape": [%d, %d], "typestr": "<f4", "version": 3}' % (
             matrix.ctypes.data, matrix.shape[0], matrix.shape[1])
+        proxy = getattr(self._threads, "proxy", None)
+        if proxy is None:  # freed with the thread's locals (DMatrix.__del__)
+            proxy = self._threads.proxy = core._ProxyDMatrix()
         shape = ctypes.POINTER(ctypes.c_uint64)()
         dims = ctypes.c_uint64()
         values = ctypes.POINTER(ctypes.c_float)()
-        if self._call(self.booster.handle, interface, self._config, None, ctypes.byref(shape),
-                      ctypes.byref(dims), ctypes.byref(values)) != 0:
+        if self._call(self.booster.handle, interface, self._config, proxy.handle,
+                      ctypes.byref(shape), ctypes.byref(dims), ctypes.byref(values)) != 0:
             raise xgb.core.XGBoostError(core._LIB.XGBGetLastError().decode())
         out_shape = tuple(int(shape[i]) for i in range(dims.value))
         # XGBoost owns *values* (this thread's buffer, reused by its next call): copy it out

@@ -8,6 +8,7 @@ rows with missing values (NaN), and models whose answers tie.
 from __future__ import annotations
 
 import math
+import threading
 from pathlib import Path
 
 import joblib
@@ -299,3 +300,36 @@ def test_empty_batches(tmp_path: Path) -> None:
         assert_same(got["predict"], np.asarray(model.predict(empty)).astype(np.int64))
         assert got["predict_proba"].shape == (0, classes)
         assert got["predict_proba"].dtype == np.float32
+
+
+def test_dense_predict_reuses_a_proxy_per_thread_without_mixing_batches() -> None:
+    """Each thread's proxy matrix is pointed at every new batch: batches of other sizes,
+    one after another and from two threads at once, answer as XGBoost's own call."""
+    x, y = training("binary:logistic")
+    booster = xgb.train({"objective": "binary:logistic", "max_depth": 4, "nthread": 1},
+                        xgb.DMatrix(x, label=y), num_boost_round=20)
+    dense = DensePredict(booster)
+    batches = [rows(count, seed=count) for count in (30, 7, 500, 1, 64, 0, 12)]
+    expected = [booster.inplace_predict(b, missing=np.nan) if len(b) else
+                np.empty((0,), dtype=np.float32) for b in batches]
+
+    def run(rounds: int) -> None:
+        for _ in range(rounds):
+            for batch, answer in zip(batches, expected):
+                assert_same(dense(batch), answer)
+
+    run(2)
+    failures: list[BaseException] = []
+
+    def in_thread() -> None:
+        try:
+            run(20)
+        except BaseException as exc:  # reported by the main thread
+            failures.append(exc)
+
+    threads = [threading.Thread(target=in_thread) for _ in range(2)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    assert not failures
