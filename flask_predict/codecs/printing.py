@@ -96,7 +96,7 @@ _SMALL = 64
 """Arrays up to this size are printed number by number (numpy's fixed cost is larger)."""
 _PERCENT_BELOW = 384
 """float32 arrays past :data:`_SMALL` and below this size are printed by
-:func:`digits.percent_texts` (a request of 300 values: 0.94x the CPU of numpy's path; of
+:func:`digits.percent_texts` (a request of 300 values: 0.93x the CPU of numpy's path; of
 500: 1.03x)."""
 
 
