@@ -1,4 +1,5 @@
-"""gunicorn's sync worker, closing a connection as soon as its one request is answered.
+"""gunicorn's sync worker, closing a connection as soon as its one request is answered, and
+writing an answer given whole in one send.
 
 Since gunicorn 26.2 the sync worker closes each connection in stages (RFC 9112, section
 9.6): it half-closes, then waits up to 2 s for the client to close its side, draining what
@@ -15,6 +16,12 @@ A chunked or unread body, TLS, and any connection with data still arriving after
 take gunicorn's own close. A client that sends a second request on a connection the answer
 closed (``Connection: close``) may see a reset instead of the first answer, as with the sync
 workers of gunicorn before 26.2.
+
+gunicorn's response sends its header block and then each body item, one ``sendall`` each:
+two system calls and two TCP segments for an answer of one piece, the common case (a Flask
+response of known length). :class:`OneWriteResponse` sends such an answer, headers and body,
+in one ``sendall``: the same bytes, one segment fewer. Every other answer (streamed, chunked,
+bodiless, of another length than declared) takes gunicorn's own path.
 """
 
 from __future__ import annotations
@@ -23,9 +30,10 @@ import socket
 from typing import Any
 
 from gunicorn.http.body import LengthReader
+from gunicorn.http.wsgi import Response
 from gunicorn.workers.sync import SyncWorker as GunicornSyncWorker
 
-__all__ = ["SyncWorker", "close_read_connection", "read_whole"]
+__all__ = ["OneWriteResponse", "SyncWorker", "close_read_connection", "read_whole"]
 
 #: what the drain reads at most before it leaves the connection to gunicorn's staged close
 DRAIN_LIMIT = 65536
@@ -33,12 +41,67 @@ DRAIN_LIMIT = 65536
 
 class SyncWorker(GunicornSyncWorker):  # type: ignore[misc]
     """gunicorn's ``sync`` worker; a connection whose request was read whole is closed at
-    once (``worker_class = "flask_predict.sync_worker.SyncWorker"``)."""
+    once, and an answer given whole is written in one send
+    (``worker_class = "flask_predict.sync_worker.SyncWorker"``)."""
+
+    def load_wsgi(self) -> None:
+        super().load_wsgi()
+        self.app_callable = self.wsgi
 
     def handle_request(self, listener: Any, req: Any, client: Any, addr: Any) -> None:
-        super().handle_request(listener, req, client, addr)
+        # gunicorn calls ``self.wsgi`` with its response's ``start_response``: for this one
+        # request that is :meth:`answer`, which gives the response one write; between
+        # requests (the server's hooks) ``wsgi`` is the app itself
+        self.wsgi = self.answer
+        try:
+            super().handle_request(listener, req, client, addr)
+        finally:
+            self.wsgi = self.app_callable
         if read_whole(req) and type(client) is socket.socket:
             close_read_connection(client)
+
+    def answer(self, environ: dict[str, Any], start_response: Any) -> Any:
+        """The app, called with gunicorn's own response turned into a
+        :class:`OneWriteResponse`."""
+        one_write(start_response)
+        return self.app_callable(environ, start_response)
+
+
+def one_write(start_response: Any) -> None:
+    """Make the gunicorn :class:`Response` whose ``start_response`` this is a
+    :class:`OneWriteResponse` (anything else is left as it is)."""
+    response = getattr(start_response, "__self__", None)
+    if type(response) is Response:
+        response.__class__ = OneWriteResponse
+
+
+class OneWriteResponse(Response):  # type: ignore[misc]
+    """gunicorn's HTTP/1 response; a body given in one piece of exactly its declared length
+    goes out with the header block in one ``sendall``."""
+
+    headers_sent: bool
+    chunked: bool
+    response_length: int | None
+    sent: int
+    sock: socket.socket
+
+    def write(self, arg: bytes) -> None:
+        if (not self.headers_sent and type(arg) is bytes
+                and self.response_length == len(arg) and not self.chunked
+                and getattr(self, "_omits_body", None) is False):
+            head = header_block(self)
+            self.headers_sent = True
+            self.sent = len(arg)
+            self.sock.sendall(head + arg)
+            return
+        super().write(arg)
+
+
+def header_block(response: Response) -> bytes:
+    """The status line and headers gunicorn's ``send_headers`` would send for *response*."""
+    lines = response.default_headers()
+    lines.extend(["%s: %s\r\n" % (name, value) for name, value in response.headers])
+    return ("%s\r\n" % "".join(lines)).encode("latin-1")
 
 
 def read_whole(req: Any) -> bool:

@@ -101,3 +101,87 @@ def _wait_for_bytes(sock: socket.socket, count: int) -> None:
     while len(sock.recv(count, socket.MSG_PEEK)) < count:
         assert time.monotonic() < deadline, f"{count} bytes never arrived"
         time.sleep(0.01)
+
+
+# --- one write per answer -------------------------------------------------------------------
+
+class CountingSocket(socket.socket):
+    """A real socket that counts its ``sendall`` calls."""
+
+    sends = 0
+
+    def sendall(self, data: bytes, flags: int = 0) -> None:  # type: ignore[override]
+        type(self).sends += 1
+        super().sendall(data, flags)
+
+
+def answer_bytes(raw_request: bytes, status: str, headers: list[tuple[str, str]],
+                 body: list[bytes], one_write_class: bool) -> tuple[bytes, int]:
+    """What gunicorn's response (turned into a OneWriteResponse or not) puts on the wire for
+    *body*, the Date header blanked, and how many sends it took."""
+    from gunicorn.http import wsgi
+
+    from flask_predict.sync_worker import one_write
+
+    served, client = socket.socketpair()
+    counting = CountingSocket(fileno=served.detach())
+    CountingSocket.sends = 0
+    with counting, client:
+        req = parsed(raw_request)
+        response, _ = wsgi.create(req, counting, ("127.0.0.1", 1), ("127.0.0.1", 2), Config())
+        response.force_close()
+        if one_write_class:
+            one_write(response.start_response)
+        response.start_response(status, headers)
+        for item in body:
+            response.write(item)
+        response.close()
+        counting.shutdown(socket.SHUT_WR)
+        data = b""
+        while chunk := client.recv(65536):
+            data += chunk
+    lines = [b"Date: -" if line.startswith(b"Date: ") else line
+             for line in data.split(b"\r\n")]
+    return b"\r\n".join(lines), CountingSocket.sends
+
+
+POST = b"POST /v1/models/m:predict HTTP/1.1\r\nHost: x\r\nContent-Length: 2\r\n\r\n{}"
+
+
+@pytest.mark.parametrize("request_, status, headers, body, sends", [
+    (POST, "200 OK", [("Content-Type", "application/json"), ("Content-Length", "7")],
+     [b'{"a":1}'], 1),
+    (POST, "400 BAD REQUEST", [("Content-Length", "2")], [b"{}"], 1),
+    # gunicorn's own path: chunked (no length), a length that differs, a body in pieces,
+    # no body
+    (POST, "200 OK", [("Content-Type", "text/plain")], [b"streamed"], 3),
+    (POST, "200 OK", [("Content-Length", "3")], [b"abcdef"], 2),
+    (POST, "200 OK", [("Content-Length", "6")], [b"abc", b"def"], 3),
+    (POST, "204 NO CONTENT", [], [b""], 1),
+    (b"HEAD /v2/health/live HTTP/1.1\r\nHost: x\r\n\r\n", "200 OK", [("Content-Length", "2")],
+     [b"{}"], 1),
+])
+def test_an_answer_of_one_piece_goes_out_in_one_send_with_the_same_bytes(
+        request_: bytes, status: str, headers: list[tuple[str, str]], body: list[bytes],
+        sends: int) -> None:
+    ours, our_sends = answer_bytes(request_, status, headers, body, one_write_class=True)
+    theirs, _ = answer_bytes(request_, status, headers, body, one_write_class=False)
+    assert ours == theirs
+    assert our_sends == sends
+
+
+def test_only_gunicorns_own_response_class_is_changed() -> None:
+    from gunicorn.http import wsgi
+
+    from flask_predict.sync_worker import OneWriteResponse, one_write
+
+    class Other(wsgi.Response):  # type: ignore[misc]
+        pass
+
+    other = Other(parsed(POST), None, Config())
+    one_write(other.start_response)
+    one_write(print)
+    assert type(other) is Other
+    plain = wsgi.Response(parsed(POST), None, Config())
+    one_write(plain.start_response)
+    assert type(plain) is OneWriteResponse
