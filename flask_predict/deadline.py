@@ -20,6 +20,13 @@ Over the default ``SIGALRM`` action the handler stays installed between calls (i
 signal that arrives outside one), which saves two system calls a call; a handler someone
 else set is put back after each call.
 
+In a worker of the packaged server, whose signals and timers are the server's own
+(:func:`keep_timer_armed`), the timer also stays armed between calls. A call whose limit ends
+after the armed timer goes off arms nothing: when the timer goes off before the call's own
+deadline, the handler arms it again for the rest. Calls one after another then make no system
+call at all (three before: one to check that no other timer is set, one to arm, one to
+disarm); the timer goes off about once per limit's length, during a call or between calls.
+
 The exception raised into the predictor derives from ``BaseException``, so a predictor's own
 ``except Exception`` cannot swallow it; ``finally`` blocks and ``with`` statements in the
 predictor still run.
@@ -48,10 +55,31 @@ _native = False
 """The main thread is inside :func:`native`: the timer must not raise there."""
 _expired = False
 """The timer went off inside :func:`native`."""
+_keep_armed = False
+"""Set by :func:`keep_timer_armed`: the timer stays armed between calls."""
+_main_ident: int | None = None
+"""The main thread's ident, while the timer is kept armed."""
+_fires_at: float | None = None
+"""While the timer is kept armed: ``time.monotonic()`` when it goes off (``None``: not
+armed)."""
+EARLY = 0.001
+"""Seconds before a call's deadline that a timer going off counts as armed for an earlier
+call (and is armed again for the rest) rather than as this call's timeout."""
 
 
 class _Expired(BaseException):
     """Raised by the timer into the predictor; turned into :class:`DeadlineExceeded`."""
+
+
+def keep_timer_armed(keep: bool = True) -> None:
+    """Keep the timer armed between calls (see the module's notes): for a process whose
+    ``SIGALRM`` and ``ITIMER_REAL`` nothing else uses, a worker of the packaged server.
+    ``keep=False`` disarms it and goes back to arming one timer per call."""
+    global _keep_armed, _main_ident, _fires_at
+    _keep_armed, _main_ident = keep, threading.main_thread().ident if keep else None
+    if _fires_at is not None:
+        _fires_at = None
+        signal.setitimer(signal.ITIMER_REAL, 0)
 
 
 def seconds_for(spec: ModelSpec, default: float | None) -> float | None:
@@ -105,6 +133,11 @@ class limit:
     def __enter__(self) -> None:
         global _deadline
         seconds = self.seconds
+        if (_keep_armed and seconds and _deadline is None
+                and threading.get_ident() == _main_ident):
+            _deadline = _kept_armed(seconds)
+            self._previous = _KEPT
+            return
         if not seconds or not _can_interrupt():
             if seconds:
                 logger.debug("flask_predict: no time limit for %r outside the main thread",
@@ -120,10 +153,11 @@ class limit:
         if previous is None:
             return
         self._previous = None
+        end = _end_call if previous is _KEPT else _disarm
         try:
-            _disarm(previous)
+            end(previous)
         except _Expired:  # the timer fired while disarming
-            _disarm(previous)
+            end(previous)
             kind = _Expired
         if kind is not None and issubclass(kind, _Expired):
             raise DeadlineExceeded(f"model {self.model!r} did not answer within its time "
@@ -168,19 +202,48 @@ def _install_handler() -> Any:
 
 _KEEP = object()
 """What :func:`_install_handler` returns when :func:`_expire` stays the handler."""
+_KEPT = object()
+"""A call's mark that the timer stays armed after it (:func:`keep_timer_armed`)."""
+
+
+def _kept_armed(seconds: float) -> float:
+    """The deadline of a call of *seconds* while the timer is kept armed; the timer is armed
+    only when it is not, or would go off after that deadline."""
+    global _fires_at
+    now = time.monotonic()
+    deadline = now + seconds
+    fires_at = _fires_at
+    if fires_at is None or not now < fires_at <= deadline:
+        if _getsignal(signal.SIGALRM) is not _expire:
+            signal.signal(signal.SIGALRM, _expire)
+        _fires_at = deadline
+        signal.setitimer(signal.ITIMER_REAL, seconds)
+    return deadline
+
+
+def _end_call(previous: Any) -> None:
+    global _deadline, _native, _expired
+    _deadline, _native, _expired = None, False, False
 
 
 def _disarm(previous: Any) -> None:
-    global _deadline, _native, _expired
-    _deadline, _native, _expired = None, False, False
+    global _deadline, _native, _expired, _fires_at
+    _deadline, _native, _expired, _fires_at = None, False, False, None
     signal.setitimer(signal.ITIMER_REAL, 0)
     if previous is not _KEEP:
         signal.signal(signal.SIGALRM, previous)
 
 
 def _expire(signum: int, frame: FrameType | None) -> None:
-    global _expired
-    if _deadline is None:
+    global _expired, _fires_at
+    deadline = _deadline
+    if deadline is None:
+        _fires_at = None
+        return
+    left = deadline - time.monotonic()
+    if left > EARLY:  # armed for an earlier call's deadline: arm it for the rest of this one
+        _fires_at = deadline
+        signal.setitimer(signal.ITIMER_REAL, left)
         return
     if _native:
         _expired = True

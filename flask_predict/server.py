@@ -15,7 +15,7 @@ from typing import Any, Iterable
 
 from flask import Config, Flask
 
-from . import access_log, runtime
+from . import access_log, deadline, runtime
 from .artifacts import version_folders, version_path
 from .model_config import MODEL_KEYS
 from .config import (STANDALONE_DEFAULTS, Settings, config_from_environ,
@@ -146,6 +146,9 @@ def worker_started(worker: Any) -> None:
     os.environ[WORKER_INDEX_VARIABLE] = str(index)
     settings = read_settings(environ_config())
     runtime.prepare_process(settings.threads, settings.gpus, index)
+    # SIGALRM and ITIMER_REAL are the server's own here: predictor time limits keep one
+    # timer armed instead of arming one per call
+    deadline.keep_timer_armed()
 
 
 def worker_loaded(app: Any, worker: Any) -> None:

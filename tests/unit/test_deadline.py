@@ -202,3 +202,91 @@ def test_an_error_in_the_body_passes_and_disarms() -> None:
             raise KeyError("x")
     assert deadline.remaining() is None
     assert signal.getitimer(signal.ITIMER_REAL) == (0.0, 0.0)
+
+
+# --- the timer kept armed between calls (a worker of the packaged server) -----------------
+
+@pytest.fixture()
+def kept_armed() -> Any:
+    previous = signal.signal(signal.SIGALRM, signal.SIG_DFL)
+    deadline.keep_timer_armed()
+    try:
+        yield
+    finally:
+        deadline.keep_timer_armed(False)
+        signal.signal(signal.SIGALRM, previous)
+
+
+def armed_seconds() -> float:
+    return signal.getitimer(signal.ITIMER_REAL)[0]
+
+
+@pytest.mark.usefixtures("kept_armed")
+def test_kept_armed_a_call_leaves_the_timer_armed_and_the_next_arms_nothing() -> None:
+    with deadline.limit(5, "m"):
+        assert 4.9 < armed_seconds() <= 5
+    assert 4.9 < armed_seconds() <= 5, "still armed after the call"
+    time.sleep(0.2)
+    with deadline.limit(5, "m"):
+        assert armed_seconds() < 4.85, "not armed again: the earlier timer goes off first"
+        assert 4.9 < deadline.remaining() <= 5  # type: ignore[operator]
+    signal.raise_signal(signal.SIGALRM)  # outside a call: ignored
+    assert deadline.remaining() is None
+
+
+@pytest.mark.usefixtures("kept_armed")
+def test_kept_armed_a_shorter_limit_arms_the_timer_again() -> None:
+    with deadline.limit(5, "m"):
+        pass
+    with deadline.limit(0.5, "m"):
+        assert 0.4 < armed_seconds() <= 0.5
+
+
+@pytest.mark.usefixtures("kept_armed")
+def test_kept_armed_a_timer_armed_for_an_earlier_call_is_armed_again_for_the_rest() -> None:
+    with deadline.limit(0.2, "m"):
+        pass
+    with deadline.limit(0.8, "m"):
+        time.sleep(0.5)  # the timer goes off at 0.2 s: not this call's limit
+    started = time.monotonic()
+    with deadline.limit(0.2, "m"):
+        pass
+    with pytest.raises(DeadlineExceeded):
+        with deadline.limit(0.4, "m"):
+            time.sleep(5)
+    assert 0.39 < time.monotonic() - started < 2
+
+
+@pytest.mark.usefixtures("kept_armed")
+def test_kept_armed_a_timer_going_off_between_calls_is_ignored_and_armed_again() -> None:
+    with deadline.limit(0.1, "m"):
+        pass
+    time.sleep(0.3)  # the timer goes off here, outside any call
+    assert armed_seconds() == 0
+    with pytest.raises(DeadlineExceeded):
+        with deadline.limit(0.1, "m"):
+            time.sleep(2)
+    with deadline.native():  # no call: nothing to bound
+        pass
+
+
+@pytest.mark.usefixtures("kept_armed")
+def test_kept_armed_other_threads_still_run_without_a_limit() -> None:
+    test_no_limit_outside_the_main_thread()
+
+
+def test_going_back_from_kept_armed_disarms() -> None:
+    previous = signal.signal(signal.SIGALRM, signal.SIG_DFL)
+    try:
+        deadline.keep_timer_armed()
+        with deadline.limit(5, "m"):
+            pass
+        assert armed_seconds() > 0
+        deadline.keep_timer_armed(False)
+        assert armed_seconds() == 0
+        with deadline.limit(5, "m"):
+            pass
+        assert armed_seconds() == 0, "one timer per call again"
+    finally:
+        deadline.keep_timer_armed(False)
+        signal.signal(signal.SIGALRM, previous)
