@@ -14,13 +14,21 @@ from flask import Flask
 
 from .config import STANDALONE_DEFAULTS, config_from_environ
 from .extension import FlaskPredict
+from .url_cache import MatchCachingMap
 
 predict = FlaskPredict()
 
 
+class ServerApp(Flask):
+    """The deployment's Flask app: its URL map remembers the rules it matched
+    (:mod:`.url_cache`)."""
+
+    url_map_class = MatchCachingMap
+
+
 def create_app() -> Flask:
     """A Flask app serving the models the environment configures."""
-    app = Flask(__name__)
+    app = ServerApp(__name__)
     # the server answers liveness while its models load, readiness once they are in, and
     # serves /openapi.json
     app.config.update(STANDALONE_DEFAULTS)
