@@ -7,8 +7,9 @@ one-row request over this app's 60 rules, more than the predictor call of a smal
 answered, and returns a copy of it the next time. Everything Werkzeug's ``MapAdapter.match``
 does around the matcher (redirects for a missing slash or a rule's defaults, 404 and 405)
 still runs on every request; only the search is skipped. Misses (404, 405, redirects) are
-never kept, and the cache is emptied when it holds :data:`MAX_ENTRIES` paths (a client
-sending a new path each time) and whenever a rule is added.
+never kept, nor paths longer than :data:`MAX_PATH`; the cache is emptied when it holds
+:data:`MAX_ENTRIES` paths (a client sending a new path each time) and whenever a rule is
+added.
 
 Only for an app whose converters give the same value for the same path (Werkzeug's own and
 ours do). An app that embeds the extension keeps its own URL map.
@@ -26,6 +27,8 @@ __all__ = ["MAX_ENTRIES", "MatchCachingMap"]
 
 MAX_ENTRIES = 4096
 """Matched paths kept at most; past it the cache starts again empty."""
+MAX_PATH = 512
+"""Longer paths are matched every time, never kept: the cache holds at most a few MiB."""
 
 
 class _CachingMatcher(StateMachineMatcher):
@@ -50,9 +53,10 @@ class _CachingMatcher(StateMachineMatcher):
         if hit is not None:
             return hit[0], dict(hit[1])  # the view's arguments are the request's own to change
         rule, values = super().match(domain, path, method, websocket)
-        if len(self.found) >= MAX_ENTRIES:
-            self.found.clear()
-        self.found[key] = (rule, dict(values))
+        if len(path) + len(domain) <= MAX_PATH:
+            if len(self.found) >= MAX_ENTRIES:
+                self.found.clear()
+            self.found[key] = (rule, dict(values))
         return rule, values
 
 

@@ -101,3 +101,11 @@ def test_the_deployment_app_matches_through_it(monkeypatch: pytest.MonkeyPatch) 
         assert answer.status_code == 404
         assert "absent" in answer.get_json()["error"]
     assert any("/v1/models/absent:predict" in key[1] for key in app.url_map.found)
+
+
+def test_long_paths_are_matched_but_not_kept() -> None:
+    url_map = MatchCachingMap(rules())
+    rest = "a" * url_cache.MAX_PATH
+    for _ in range(2):
+        assert outcome(url_map, f"/v2/{rest}", "GET") == ("unknown", {"rest": rest})
+    assert not url_map.found
