@@ -22,11 +22,19 @@ two system calls and two TCP segments for an answer of one piece, the common cas
 response of known length). :class:`OneWriteResponse` sends such an answer, headers and body,
 in one ``sendall``: the same bytes, one segment fewer. Every other answer (streamed, chunked,
 bodiless, of another length than declared) takes gunicorn's own path.
+
+Two system calls a request less besides: an accepted connection is not marked close-on-exec
+again (Python creates every socket so, PEP 446; gunicorn's ``close_on_exec`` makes two
+``fcntl`` calls), and the heartbeat the master reads to find a stuck worker (a ``utime`` of
+the worker's file, made before every accept) is made at most every :data:`HEARTBEAT_EVERY`
+seconds, an eighth of the worker timeout at most: the master looks at it once a second and
+kills only a worker silent for the whole timeout.
 """
 
 from __future__ import annotations
 
 import socket
+import time
 from typing import Any
 
 from gunicorn.http.body import LengthReader
@@ -37,6 +45,8 @@ __all__ = ["OneWriteResponse", "SyncWorker", "close_read_connection", "read_whol
 
 #: what the drain reads at most before it leaves the connection to gunicorn's staged close
 DRAIN_LIMIT = 65536
+#: the longest time between two heartbeats (less when the worker timeout is under 8 s)
+HEARTBEAT_EVERY = 1.0
 
 
 class SyncWorker(GunicornSyncWorker):  # type: ignore[misc]
@@ -44,9 +54,23 @@ class SyncWorker(GunicornSyncWorker):  # type: ignore[misc]
     once, and an answer given whole is written in one send
     (``worker_class = "flask_predict.sync_worker.SyncWorker"``)."""
 
+    next_heartbeat = 0.0
+
     def load_wsgi(self) -> None:
         super().load_wsgi()
         self.app_callable = self.wsgi
+
+    def notify(self) -> None:
+        now = time.monotonic()
+        if now >= self.next_heartbeat:
+            # gunicorn passes its workers half the timeout: a quarter of that
+            self.next_heartbeat = now + min(HEARTBEAT_EVERY, self.timeout / 4)
+            super().notify()
+
+    def accept(self, listener: socket.socket) -> None:
+        client, addr = listener.accept()  # close-on-exec already (PEP 446)
+        client.setblocking(True)
+        self.handle(listener, client, addr)
 
     def handle_request(self, listener: Any, req: Any, client: Any, addr: Any) -> None:
         # gunicorn calls ``self.wsgi`` with its response's ``start_response``: for this one

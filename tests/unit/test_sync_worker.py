@@ -185,3 +185,45 @@ def test_only_gunicorns_own_response_class_is_changed() -> None:
     plain = wsgi.Response(parsed(POST), None, Config())
     one_write(plain.start_response)
     assert type(plain) is OneWriteResponse
+
+
+# --- system calls a request ----------------------------------------------------------------
+
+def test_accepted_connections_are_already_close_on_exec() -> None:
+    """What lets the worker skip gunicorn's own close_on_exec (two fcntl calls a request)."""
+    import os
+
+    with socket.create_server(("127.0.0.1", 0)) as listener:
+        listener.setblocking(False)
+        with socket.create_connection(listener.getsockname()):
+            time.sleep(0.05)
+            served, _ = listener.accept()
+            with served:
+                assert not os.get_inheritable(served.fileno())
+
+
+def test_the_heartbeat_is_made_at_most_every_so_often() -> None:
+    from gunicorn.workers.workertmp import WorkerTmp
+
+    from flask_predict.sync_worker import HEARTBEAT_EVERY, SyncWorker
+
+    config = Config()
+    worker = SyncWorker.__new__(SyncWorker)  # only what notify() reads: no process started
+    worker.tmp = WorkerTmp(config)
+    worker.timeout = 30.0  # gunicorn passes half its timeout of 60 s
+    try:
+        worker.notify()
+        first = worker.tmp.last_update()
+        time.sleep(0.05)
+        worker.notify()
+        assert worker.tmp.last_update() == first, "too soon: not made again"
+        worker.next_heartbeat = time.monotonic() - 0.001
+        worker.notify()
+        assert worker.tmp.last_update() > first
+        assert worker.next_heartbeat - time.monotonic() <= HEARTBEAT_EVERY
+        worker.timeout = 2.0  # gunicorn's timeout of 4 s: every 0.5 s
+        worker.next_heartbeat = 0.0
+        worker.notify()
+        assert worker.next_heartbeat - time.monotonic() <= 0.5
+    finally:
+        worker.tmp.close()
