@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+from typing import Any
 
 import numpy as np
 import pytest
@@ -189,6 +190,27 @@ def test_to_array_refuses_floats_past_the_datatypes_range() -> None:
     with pytest.raises(InvalidInput, match="value out of range for FP32"):
         codecs.to_array([1e39], "FP32", "x")
     assert codecs.to_array([1e39, math.inf], "FP64", "x")[0] == 1e39
+
+
+@pytest.mark.parametrize("values, datatype, refused", [
+    ([1.0, -2.5, 3.4028234663852886e38], "FP32", False),  # float32's largest itself
+    ([1.0, -3.402823466385289e38], "FP32", True),
+    ([math.nan, 1e39], "FP32", True),  # NaN first: the slow path finds the large one
+    ([math.nan, math.inf, -math.inf, 2.0], "FP32", False),  # not finite: not "too large"
+    ([1e39, math.inf], "FP32", True),
+    ([65504.0, -1.0], "FP16", False),
+    ([65520.0], "FP16", True),
+    ([[0.5, 1e30], [math.nan, 7.0]], "FP16", True),
+])
+def test_to_array_range_checks_agree_with_and_without_non_finite_values(
+        values: list[Any], datatype: str, refused: bool) -> None:
+    if refused:
+        with pytest.raises(InvalidInput, match=f"value out of range for {datatype}"):
+            codecs.to_array(values, datatype, "x")
+        with pytest.raises(InvalidInput, match=f"value out of range for {datatype}"):
+            codecs.to_array(np.array(values, dtype=np.float64), datatype, "x")
+    else:
+        assert codecs.to_array(values, datatype, "x").dtype == codecs.V2_TO_NUMPY[datatype]
 
 
 def test_v2_infer_body_with_a_nul_in_a_key_is_read_as_loads_reads_it() -> None:

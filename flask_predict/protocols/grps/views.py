@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import html
 from typing import Any, Callable, Iterator, Mapping
+from urllib.parse import parse_qsl
 
 from flask import Blueprint, Response, request, stream_with_context
 from flask.blueprints import BlueprintSetupState
@@ -140,8 +141,18 @@ def _is_binary_body() -> bool:
 
 
 def _query() -> Mapping[str, str]:
-    """The query's parameters; none (and no parse) without a query string."""
-    return request.args if request.environ.get("QUERY_STRING") else {}
+    """The query's parameters (the first value of each, as ``request.args.get`` gives); none
+    (and no parse) without a query string. An ASCII query string is parsed as Werkzeug
+    parses it, without the multi-dict it builds (a third of the cost)."""
+    query = request.environ.get("QUERY_STRING")
+    if not query:
+        return {}
+    if not query.isascii():
+        return request.args
+    parameters: dict[str, str] = {}
+    for key, value in parse_qsl(query, keep_blank_values=True, errors="werkzeug.url_quote"):
+        parameters.setdefault(key, value)
+    return parameters
 
 
 def _answer(kind: str, value: Any, return_ndarray: bool) -> Response:

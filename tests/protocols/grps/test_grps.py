@@ -458,3 +458,21 @@ def test_an_ndarray_body_answers_as_the_full_decode_does(grps: FlaskClient,
     decoded = grps.post(PREDICT, json={"ndarray": values, "model": ""})  # the JSON values
     assert (alone.status_code, alone.get_json()) == (decoded.status_code, decoded.get_json())
 
+
+
+@pytest.mark.parametrize("query", [
+    "model=lr", "model=lr&model=other", "streaming=True&return-ndarray=", "model",
+    "model=%E4%BD%A0", "model=%FF%FE&x=1", "a=1;b=2&model=m+n", "=v&model=",
+    "model=caf\u00e9",  # not ASCII: Werkzeug's own parse
+])
+def test_the_query_reads_as_request_args_reads_it(grps_app: Flask, query: str) -> None:
+    from flask_predict.protocols.grps.views import _query
+
+    with grps_app.test_request_context(PREDICT + "?" + query, method="POST"):
+        from flask import request
+
+        parsed = _query()
+        expected = request.args
+        assert {key: parsed.get(key) for key in expected} == \
+            {key: expected.get(key) for key in expected}
+        assert set(parsed) == set(expected)
