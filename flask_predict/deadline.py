@@ -135,7 +135,7 @@ class limit:
         seconds = self.seconds
         if (_keep_armed and seconds and _deadline is None
                 and threading.get_ident() == _main_ident):
-            _deadline = _kept_armed(seconds)
+            _start_kept_armed(seconds)
             self._previous = _KEPT
             return
         if not seconds or not _can_interrupt():
@@ -206,19 +206,19 @@ _KEPT = object()
 """A call's mark that the timer stays armed after it (:func:`keep_timer_armed`)."""
 
 
-def _kept_armed(seconds: float) -> float:
-    """The deadline of a call of *seconds* while the timer is kept armed; the timer is armed
-    only when it is not, or would go off after that deadline."""
-    global _fires_at
+def _start_kept_armed(seconds: float) -> None:
+    """Start a call of *seconds* while the timer is kept armed; the timer is armed only when
+    it is not, or would go off after the call's deadline. The deadline is set first: a timer
+    going off from then on is armed again for the rest of this call by the handler."""
+    global _deadline, _fires_at
     now = time.monotonic()
-    deadline = now + seconds
+    deadline = _deadline = now + seconds
     fires_at = _fires_at
     if fires_at is None or not now < fires_at <= deadline:
         if _getsignal(signal.SIGALRM) is not _expire:
             signal.signal(signal.SIGALRM, _expire)
         _fires_at = deadline
         signal.setitimer(signal.ITIMER_REAL, seconds)
-    return deadline
 
 
 def _end_call(previous: Any) -> None:

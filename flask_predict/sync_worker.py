@@ -67,7 +67,7 @@ class SyncWorker(GunicornSyncWorker):  # type: ignore[misc]
             self.next_heartbeat = now + min(HEARTBEAT_EVERY, self.timeout / 4)
             super().notify()
 
-    def accept(self, listener: socket.socket) -> None:
+    def accept(self, listener: Any) -> None:
         client, addr = listener.accept()  # close-on-exec already (PEP 446)
         client.setblocking(True)
         self.handle(listener, client, addr)
