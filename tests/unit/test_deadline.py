@@ -224,12 +224,14 @@ def armed_seconds() -> float:
 @pytest.mark.usefixtures("kept_armed")
 def test_kept_armed_a_call_leaves_the_timer_armed_and_the_next_arms_nothing() -> None:
     with deadline.limit(5, "m"):
-        assert 4.9 < armed_seconds() <= 5
-    assert 4.9 < armed_seconds() <= 5, "still armed after the call"
+        first = armed_seconds()
+        assert 0 < first <= 5
+    assert 0 < armed_seconds() <= first, "still armed after the call"
     time.sleep(0.2)
     with deadline.limit(5, "m"):
-        assert armed_seconds() < 4.85, "not armed again: the earlier timer goes off first"
-        assert 4.9 < deadline.remaining() <= 5  # type: ignore[operator]
+        # armed again, it would read about 5 s; left alone, at least 0.2 s less than first
+        assert armed_seconds() <= first - 0.19, "the earlier timer goes off first"
+        assert 4 < deadline.remaining() <= 5  # type: ignore[operator]
     signal.raise_signal(signal.SIGALRM)  # outside a call: ignored
     assert deadline.remaining() is None
 
@@ -239,22 +241,23 @@ def test_kept_armed_a_shorter_limit_arms_the_timer_again() -> None:
     with deadline.limit(5, "m"):
         pass
     with deadline.limit(0.5, "m"):
-        assert 0.4 < armed_seconds() <= 0.5
+        assert 0 < armed_seconds() <= 0.5, "armed again for the shorter limit"
 
 
 @pytest.mark.usefixtures("kept_armed")
 def test_kept_armed_a_timer_armed_for_an_earlier_call_is_armed_again_for_the_rest() -> None:
     with deadline.limit(0.2, "m"):
         pass
-    with deadline.limit(0.8, "m"):
+    with deadline.limit(5, "m"):
         time.sleep(0.5)  # the timer goes off at 0.2 s: not this call's limit
+        assert armed_seconds() > 0.5, "armed again for the rest of this call"
     started = time.monotonic()
     with deadline.limit(0.2, "m"):
         pass
     with pytest.raises(DeadlineExceeded):
         with deadline.limit(0.4, "m"):
-            time.sleep(5)
-    assert 0.39 < time.monotonic() - started < 2
+            time.sleep(30)
+    assert 0.39 < time.monotonic() - started < 20, "this call's own limit, not the earlier"
 
 
 @pytest.mark.usefixtures("kept_armed")
