@@ -227,8 +227,9 @@ def _end_call(previous: Any) -> None:
 
 
 def _disarm(previous: Any) -> None:
-    global _deadline, _native, _expired, _fires_at
-    _deadline, _native, _expired, _fires_at = None, False, False, None
+    global _fires_at
+    _end_call(previous)
+    _fires_at = None
     signal.setitimer(signal.ITIMER_REAL, 0)
     if previous is not _KEEP:
         signal.signal(signal.SIGALRM, previous)

@@ -55,10 +55,14 @@ class SyncWorker(GunicornSyncWorker):  # type: ignore[misc]
     (``worker_class = "flask_predict.sync_worker.SyncWorker"``)."""
 
     next_heartbeat = 0.0
+    wsgi: Any
+    app_callable: Any
+    answering: Any
 
     def load_wsgi(self) -> None:
         super().load_wsgi()
         self.app_callable = self.wsgi
+        self.answering = self.answer  # bound once, not on every request
 
     def notify(self) -> None:
         now = time.monotonic()
@@ -76,7 +80,7 @@ class SyncWorker(GunicornSyncWorker):  # type: ignore[misc]
         # gunicorn calls ``self.wsgi`` with its response's ``start_response``: for this one
         # request that is :meth:`answer`, which gives the response one write; between
         # requests (the server's hooks) ``wsgi`` is the app itself
-        self.wsgi = self.answer
+        self.wsgi = self.answering
         try:
             super().handle_request(listener, req, client, addr)
         finally:

@@ -39,11 +39,7 @@ class _CachingMatcher(StateMachineMatcher):
         super().__init__(merge_slashes)
         self.found: dict[tuple[Any, ...], tuple[Rule, dict[str, Any]]] = {}
 
-    def add(self, rule: Rule) -> None:
-        self.found.clear()
-        super().add(rule)
-
-    def update(self) -> None:
+    def update(self) -> None:  # rules were added: Werkzeug rebuilds before the next match
         self.found.clear()
         super().update()
 

@@ -108,14 +108,15 @@ def _too_large(array: Tensor, dtype: np.dtype[Any]) -> bool:
     """Whether a finite number of *array* is past the largest of float *dtype*."""
     if not array.size:
         return False
+    largest = _largest(dtype)
     if array.dtype.kind == "f":  # the usual case, in two numpy calls: every value within
         peak = np.abs(array).max()  # NaN when any is; then the whole check below
-        if peak <= _largest(dtype):
+        if peak <= largest:
             return False
     with np.errstate(invalid="ignore"):
         magnitude = np.abs(array.astype(np.float64))
     finite = magnitude[np.isfinite(magnitude)]
-    return bool(finite.size) and float(finite.max()) > _largest(dtype)
+    return bool(finite.size) and float(finite.max()) > largest
 
 
 def _largest(dtype: np.dtype[Any]) -> float:
