@@ -10,10 +10,12 @@ from __future__ import annotations
 
 import os
 
-from flask import Flask
+from flask import Flask, Response, request
+from werkzeug.exceptions import HTTPException, MethodNotAllowed, NotFound
 
 from .config import STANDALONE_DEFAULTS, config_from_environ
 from .extension import FlaskPredict
+from .protocols._http import json_response
 from .url_cache import MatchCachingMap
 
 predict = FlaskPredict()
@@ -35,7 +37,22 @@ def create_app() -> Flask:
     app.config.update(config_from_environ(os.environ))
     app.config.from_prefixed_env()  # FLASK_PREDICT_MODELS='{...}' -> PREDICT_MODELS
     predict.init_app(app)  # runs inside each worker: loads that worker's models
+    app.register_error_handler(NotFound, unknown_route)
+    app.register_error_handler(MethodNotAllowed, unknown_route)
     return app
+
+
+def unknown_route(exc: HTTPException) -> Response:
+    """A path no protocol owns, or a method a route outside the protocols refuses: a JSON
+    ``{"error": ...}`` (the body AI Platform, TF Serving and V2 share) instead of Werkzeug's
+    HTML page; a 405 keeps its ``Allow`` header. The protocols' own paths answer in their
+    own formats, as before."""
+    code = exc.code or 404
+    answer = json_response({"error": f"{exc.name}: {request.method} {request.path}"}, code)
+    for name, value in exc.get_headers():
+        if name.lower() == "allow":
+            answer.headers[name] = value
+    return answer
 
 
 app = create_app()
