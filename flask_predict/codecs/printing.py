@@ -105,9 +105,9 @@ def float_texts(array: Tensor) -> list[str]:
     rule number by number for a few, a few hundred float32 by :func:`digits.percent_texts`,
     else :func:`digits.print_floats`."""
     single = array.dtype == np.float32
+    if array.size <= _SMALL or not digits.VECTORISED:  # tolist: float32 values as doubles
+        return [write_decimal(value, single) for value in np.ravel(array).tolist()]
     values = np.ravel(array).astype(np.float64)
-    if values.size <= _SMALL or not digits.VECTORISED:
-        return [write_decimal(value, single) for value in values.tolist()]
     if single and values.size < _PERCENT_BELOW:
         percent = digits.percent_texts(values.tolist(), single)
         if percent is not None:
@@ -143,6 +143,8 @@ def element_texts(array: Tensor) -> list[str]:
     """Each element's JSON text, flattened row-major."""
     if array.dtype in (np.float32, np.float64):
         return float_texts(array)
+    if array.dtype.kind in "iu" and array.size <= _SMALL:
+        return list(map(str, np.ravel(array).tolist()))
     if array.dtype.kind in "biu":  # orjson prints the whole array in C: split its text
         if not array.size:
             return []

@@ -141,3 +141,34 @@ def test_booleans_empty_rows_and_empty_arrays() -> None:
     assert cells.lines_text([b"{", np.zeros((0, 3), dtype=np.uint8), b"}"], 0) == b"[]"
     empty = cells.number_cells(np.zeros(0))
     assert empty is not None and empty.size == 0
+
+
+@pytest.mark.parametrize("dtype", [np.int8, np.int64, np.uint8, np.uint64, np.bool_,
+                                   np.float32, np.float64])
+def test_small_and_large_arrays_give_each_element_the_same_text(dtype: Any) -> None:
+    # arrays of a few elements take Python's own printing, larger ones orjson's or numpy's
+    info = np.iinfo(dtype) if np.dtype(dtype).kind in "iu" else None
+    rng = np.random.default_rng(5)
+    if info is not None:
+        values = np.concatenate([np.array([info.min, info.max, 0], dtype=dtype),
+                                 rng.integers(info.min, info.max, 197, dtype=dtype,
+                                              endpoint=True)])
+    elif dtype is np.bool_:
+        values = rng.random(200) < 0.5
+    else:
+        values = (rng.random(200) * 10.0 ** rng.integers(-8, 8, 200)).astype(dtype)
+    whole = printing.element_texts(values)
+    assert [printing.element_texts(values[i:i + 1])[0] for i in range(200)] == whole
+    assert np.array([json.loads(text) for text in whole], dtype=dtype).tolist() == \
+        values.tolist()
+
+
+def test_a_small_row_answer_is_the_whole_body() -> None:
+    outputs = {"predict": np.array([1, 0]), "predict_proba": np.array([[0.25, 0.75],
+                                                                       [0.6, 0.4]])}
+    for exact in (True, False):
+        answer = wire.encode_predict(outputs, True, exact)
+        assert isinstance(answer, codecs.Raw)
+        assert json.loads(codecs.dumps_tfserving(answer, exact)) == {"predictions": [
+            {"predict": 1, "predict_proba": [0.25, 0.75]},
+            {"predict": 0, "predict_proba": [0.6, 0.4]}]}

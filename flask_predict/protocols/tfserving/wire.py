@@ -66,13 +66,13 @@ def data_key(body: Mapping[str, Any]) -> str:
 
 
 def encode_predict(outputs: Mapping[str, Tensor], row_format: bool,
-                   exact: bool = True) -> dict[str, Any]:
+                   exact: bool = True) -> dict[str, Any] | codecs.Raw:
     """``{"predictions": ...}`` for a row request, ``{"outputs": ...}`` for a columnar one.
 
     One output is written bare, several as objects keyed by output name. Numeric arrays stay
     numpy: :func:`codecs.dumps_tfserving` prints them as TF Serving does (*exact*), or as
-    their shortest text; the rows of several outputs are printed here, either way, as
-    :class:`codecs.Raw` text.
+    their shortest text; the rows of several outputs are printed here, either way, and the
+    whole answer is then :class:`codecs.Raw` text.
     """
     if not row_format:
         if len(outputs) == 1:
@@ -80,6 +80,7 @@ def encode_predict(outputs: Mapping[str, Tensor], row_format: bool,
             return {"outputs": _value(array, name)}
         return {"outputs": {name: _value(array, name) for name, array in outputs.items()}}
     batch = None
+    numbers = 0
     for name, array in outputs.items():
         if array.ndim == 0:
             raise InvalidInput(f"Tensor name: {name} has no shape information ")
@@ -87,26 +88,28 @@ def encode_predict(outputs: Mapping[str, Tensor], row_format: bool,
             raise InvalidInput(f"Tensor name: {name} has inconsistent batch size: "
                                f"{array.shape[0]} expecting: {batch}")
         batch = array.shape[0]
+        numbers += array.size
     if len(outputs) == 1:
         ((name, array),) = outputs.items()
         return {"predictions": _value(array, name)}
-    return {"predictions": codecs.Raw(_rows_text(outputs, batch or 0, exact))}
+    rows = _rows_text(outputs, batch or 0, exact, numbers)
+    return codecs.Raw('{"predictions":' + rows + "}")
 
 
-def _rows_text(outputs: Mapping[str, Tensor], batch: int, exact: bool) -> str:
+def _rows_text(outputs: Mapping[str, Tensor], batch: int, exact: bool, numbers: int) -> str:
     """``[{"name": <row of each output>, ...}, ...]``: for *exact* numbers, a grid of one
-    line per row (:func:`codecs.lines_text`) when the outputs hold enough of them; else one
-    ``%``-operation over a template with the names printed once and a ``%s`` for each
-    number (or for each row of an output that is not numbers), each number's text
-    TF Serving's (*exact*) or its shortest."""
-    if exact and sum(array.size for array in outputs.values()) >= codecs.GRID_FROM:
+    line per row (:func:`codecs.lines_text`) when the outputs hold enough of them (their
+    elements: *numbers*); else one ``%``-operation over a template with the names printed
+    once and a ``%s`` for each number (or for each row of an output that is not numbers),
+    each number's text TF Serving's (*exact*) or its shortest."""
+    if exact and numbers >= codecs.GRID_FROM:
         text = _rows_grid(outputs, batch)
         if text is not None:
             return text
     print_texts = codecs.element_texts if exact else codecs.shortest_texts
     slots, columns = [], []
     for name, array in outputs.items():
-        value = _value(array, name)
+        value = array if array.dtype.kind in "biu" else _value(array, name)
         if isinstance(value, np.ndarray):
             slots.append(codecs.row_template(value.shape[1:]))
             columns.append(print_texts(value))
