@@ -216,11 +216,14 @@ def check_shape(array: Tensor, spec: TensorSpec) -> None:
     """Raise :class:`InvalidInput` unless *array* fits *spec*'s shape (-1 fits any size)."""
     if spec.shape is None:
         return
-    expected = spec.shape
-    if len(expected) != array.ndim or any(
-            want not in (-1, got) for want, got in zip(expected, array.shape)):
+    expected, shape = spec.shape, array.shape
+    fits = len(expected) == len(shape)
+    for want, got in zip(expected, shape):  # a loop: any() over a generator costs more
+        if want != got and want != -1:
+            fits = False
+    if not fits:
         raise InvalidInput(f"input {spec.name!r}: expected shape {list(expected)}, "
-                           f"got {list(array.shape)}")
+                           f"got {list(shape)}")
 
 
 def json_value(array: Tensor, name: str = "") -> Any:

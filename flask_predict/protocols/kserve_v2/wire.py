@@ -155,7 +155,7 @@ def decode_inputs(raw_inputs: list[Any], binary: bytes,
         shape = _shape(raw.get("shape"), name)
         if limits is not None:
             check_shape_limits(shape, name, limits)
-        size = _parameters(raw, f"input {name!r}").get("binary_data_size")
+        size = _parameters(raw, "input", name).get("binary_data_size")
         if size is not None:
             if "data" in raw:
                 raise InvalidInput(f"input {name!r}: give 'data' or 'binary_data_size', "
@@ -220,13 +220,20 @@ def _shape(value: Any, name: str) -> tuple[int, ...]:
     return tuple(value)
 
 
-def _parameters(obj: Mapping[str, Any], where: str) -> dict[str, Any]:
+def _parameters(obj: Mapping[str, Any], where: str, name: str | None = None
+                ) -> dict[str, Any]:
+    """*obj*'s ``parameters`` object (empty when absent); an error names *where* it was
+    (``request``, or ``input`` or ``output`` and its *name*)."""
     parameters = obj.get("parameters")
     if parameters is None:
         return {}
     if not isinstance(parameters, dict):
-        raise InvalidInput(f"{where}: 'parameters' must be an object")
+        raise InvalidInput(f"{_where(where, name)}: 'parameters' must be an object")
     return parameters
+
+
+def _where(where: str, name: str | None) -> str:
+    return where if name is None else f"{where} {name!r}"
 
 
 def decode_outputs(raw: Any, parameters: Mapping[str, Any]) -> tuple[list[str] | None,
@@ -245,9 +252,9 @@ def decode_outputs(raw: Any, parameters: Mapping[str, Any]) -> tuple[list[str] |
         if name in names:
             raise InvalidInput(f"output {name!r} is requested twice")
         names.append(name)
-        item_parameters = _parameters(item, f"output {name!r}")
+        item_parameters = _parameters(item, "output", name)
         if "binary_data" in item_parameters:
-            options.binary[name] = _flag(item_parameters, "binary_data", f"output {name!r}")
+            options.binary[name] = _flag(item_parameters, "binary_data", "output", name)
         count = item_parameters.get("classification")
         if count is not None:
             if isinstance(count, bool) or not isinstance(count, int) or count < 1:
@@ -257,10 +264,11 @@ def decode_outputs(raw: Any, parameters: Mapping[str, Any]) -> tuple[list[str] |
     return names, options
 
 
-def _flag(parameters: Mapping[str, Any], key: str, where: str) -> bool:
+def _flag(parameters: Mapping[str, Any], key: str, where: str,
+          name: str | None = None) -> bool:
     value = parameters.get(key, False)
     if not isinstance(value, bool):
-        raise InvalidInput(f"{where}: parameter {key!r} must be true or false")
+        raise InvalidInput(f"{_where(where, name)}: parameter {key!r} must be true or false")
     return value
 
 
@@ -281,7 +289,8 @@ def _cast(array: Tensor, spec: TensorSpec, name: str) -> Tensor:
     target = codecs.V2_TO_NUMPY.get(spec.datatype)
     if target is None or target.kind == "O":
         return array  # BYTES in metadata: the model takes any type (custom predictors)
-    if array.dtype.kind == "O" or not np.can_cast(array.dtype, target, "same_kind"):
+    if array.dtype != target and (array.dtype.kind == "O" or
+                                  not np.can_cast(array.dtype, target, "same_kind")):
         raise InvalidInput(f"input {name!r}: the model expects {spec.datatype}, "
                            f"got {codecs.datatype_of(array)}")
     try:

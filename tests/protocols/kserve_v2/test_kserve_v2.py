@@ -266,6 +266,22 @@ def test_bad_binary_input(identity_client: FlaskClient, tensor: dict[str, Any], 
     assert expected in got.get_json()["error"]
 
 
+@pytest.mark.parametrize("input_parameters, output, expected", [
+    ([], {"name": "y"}, "input 'x': 'parameters' must be an object"),
+    ({}, {"name": "y", "parameters": 3}, "output 'y': 'parameters' must be an object"),
+    ({}, {"name": "y", "parameters": {"binary_data": "yes"}},
+     "output 'y': parameter 'binary_data' must be true or false"),
+])
+def test_bad_tensor_parameters_name_their_tensor(identity_client: FlaskClient,
+                                                 input_parameters: Any, output: Any,
+                                                 expected: str) -> None:
+    body = {"inputs": [{"name": "x", "datatype": "FP32", "shape": [1], "data": [1.0],
+                        "parameters": input_parameters}], "outputs": [output]}
+    got = identity_client.post("/v2/models/same/infer", json=body)
+    assert got.status_code == 400
+    assert got.get_json()["error"] == expected
+
+
 def test_predictor_failure_is_500_with_error_body(identity_client: FlaskClient) -> None:
     body = {"inputs": [{"name": "explode", "datatype": "FP32", "shape": [1], "data": [1]}]}
     got = identity_client.post("/v2/models/same/infer", json=body)
