@@ -78,6 +78,27 @@ def test_zeros_and_non_finite_values() -> None:
     assert sorted(left.tolist()) == [2, 3, 4, 5, 6, 7]  # past the exponents printed here
 
 
+@pytest.mark.parametrize("others", [1, digits.FEW_OTHERS, digits.FEW_OTHERS + 1, 150])
+@pytest.mark.parametrize("single", [False, True])
+def test_probabilities_with_a_few_of_another_layout(others: int, single: bool) -> None:
+    # a few values over one or under 1e-4 are left to the rule, more take numpy's layouts
+    rng = np.random.default_rng(others)
+    values = rng.random(200) * 0.9 + 0.05
+    values[:others] = (1 + rng.random(others)) * 10.0 ** rng.choice([-7, -5, 1, 3], others)
+    values[others] = 0.0
+    order = rng.permutation(200)
+    values = values[order]
+    assert_as_the_rule(values, single)
+    cells, _ = digits.float_cells(values.astype(np.float32).astype(np.float64) if single
+                                  else values, single)
+    of_others = cells[np.flatnonzero(order < others)]
+    assert (of_others == b"").all() == (others <= digits.FEW_OTHERS)
+    assert (of_others != b"").any() == (others > digits.FEW_OTHERS)
+    printed = values.astype(np.float32) if single else values
+    assert printing.float_texts(printed) == [digits.write_decimal(value, single)
+                                             for value in printed.tolist()]
+
+
 @settings(max_examples=300, deadline=None)
 @given(st.lists(st.floats(allow_nan=True, allow_infinity=True, width=64), min_size=1,
                 max_size=64))
