@@ -10,9 +10,9 @@ texts with numpy's string functions, each one C loop over the whole array:
    rounded to an integer of *P* digits (9 or 17): the ``%.9g``/``%.17g`` digits. A product
    too near a rounding midpoint for 64 bits to decide is left to the caller, as is a value
    that would need a power of ten past 10**27 (or has no long double to scale in);
-2. those digits rounded again to six are ``%g``'s (a remainder exactly on the midpoint is
-   left to the caller); the double that text stands for is one exact operation away, so
-   "does ``%g`` read back" is one comparison;
+2. those digits rounded again to six are ``%g``'s, which can read back only for digits
+   near a multiple of a six-digit step; for those, the double that text stands for is one
+   exact operation away, so "does ``%g`` read back" is one comparison;
 3. orjson prints the integers (every one *P* digits long, so the text is a grid), and the
    texts are cut and joined as ``%g`` lays them out: fixed notation from 1e-4 up to
    10**digits, else an exponent of at least two digits; trailing zeros cut; ``.0`` after
@@ -55,6 +55,13 @@ _MARGINS = {9: 2.0 ** -30, 17: 2.0 ** -7}
 _LOWEST = {9: -17, 17: -11}
 """The lowest decimal exponent printed here: 17 digits of 1e-11 need 10**27, and the
 ``%g`` candidate of a float32 at most 10**22."""
+_SCALES = {precision: _LONG_POWERS[[precision - 1 - (i if i < precision else i - width)
+                                     for i in range(width)]]
+           for precision, width in ((9, 9 + 17), (17, 17 + 11))}
+"""By exponent *e* (``_LOWEST`` up to *precision* - 1, negative ones counted from the
+end): 10**(precision - 1 - e), which scales a value to *precision* digits."""
+_NONE = np.zeros(0, dtype=np.intp)
+_NONE.flags.writeable = False
 FEW_OTHERS = 16
 """Values of another layout (over one, under 1e-4) among values below one that are left to
 the caller's :func:`write_decimal` instead of numpy's calls on each layout (about 2 us
@@ -124,50 +131,57 @@ def float_cells(values: Tensor, single: bool) -> tuple[Tensor, Tensor]:
     """``WriteDecimal``'s text of each float64 value (*single*: of a float32 tensor) as a
     :data:`CELL` array, and the indices of the values left to the caller (their cell is
     empty)."""
+    if not EXACT:
+        return np.zeros(values.size, dtype=CELL), np.arange(values.size)
     precision = 9 if single else 17
+    low = 10 ** (precision - 1)
     magnitude = np.abs(values)
     with np.errstate(all="ignore"):  # NaN and infinities fail every comparison: not usable
         exponent = np.floor(np.log10(magnitude))
-        usable = (exponent >= _LOWEST[precision]) & (exponent < precision) & EXACT
-        exponent[~usable] = 0
-        exponent = exponent.astype(np.int64)
-        scaled = magnitude.astype(np.longdouble) * _LONG_POWERS[precision - 1 - exponent]
-        whole = scaled.astype(np.int64)  # below 10**precision: exact
-        fraction = (scaled - whole).astype(np.float64)
-    digits = whole + (fraction > 0.5)
-    low = 10 ** (precision - 1)
-    usable &= (np.abs(fraction - 0.5) >= _MARGINS[precision]) & (digits >= low) & (
-        digits < 10 * low)
+        usable = (exponent >= _LOWEST[precision]) & (exponent < precision)
+        exponent = np.where(usable, exponent, 0).astype(np.intp)
+        scaled = magnitude.astype(np.longdouble) * _SCALES[precision][exponent]
+        rounded = np.rint(scaled)
+        digits = rounded.astype(np.int64)  # below 10**precision: exact
+        usable &= np.abs(scaled - rounded) <= 0.5 - _MARGINS[precision]
+    usable &= (digits >= low) & (digits < 10 * low)
     shown = _six_digits(digits, exponent, usable, magnitude, single)
-    zero = magnitude == 0
-    digits[~usable] = low
-    cells, usable = _layout(_digit_texts(digits, precision), exponent, shown, usable)
-    cells[zero] = b"0.0"
+    every = bool(usable.all())
+    if not every:
+        digits[~usable] = low
+    cells, printed = _layout(_digit_texts(digits, precision), exponent, shown, usable)
     negative = np.signbit(values)
+    if every:  # no zero, nothing left unless _layout left it
+        if negative.any():
+            cells[negative & printed] = np.strings.add(b"-", cells[negative & printed])
+        return cells, np.flatnonzero(~printed) if printed is not usable else _NONE
+    zero = magnitude == 0
+    cells[zero] = b"0.0"
     if negative.any():
-        negative &= usable | zero
+        negative &= printed | zero
         cells[negative] = np.strings.add(b"-", cells[negative])
-    return cells, np.flatnonzero(~(usable | zero))
+    return cells, np.flatnonzero(~(printed | zero))
 
 
 def _six_digits(digits: Tensor, exponent: Tensor, usable: Tensor, magnitude: Tensor,
                 single: bool) -> Tensor | int:
     """Where ``%g``'s six digits read back as the value, put them (padded with zeros) and
     their exponent in place of *digits* and *exponent*; answer how many digits each value
-    shows. A six-digit remainder exactly on the midpoint cannot be decided here: not
-    usable. The text can read back only if the value is within half an ulp of it: its
+    shows. The text can read back only if the value is within half an ulp of it: its
     digits within 12 (17 digits: 10**17 * 2**-53 units and the rounding) or 61 (9 digits
-    of a float32: 10**9 * 2**-24) of a multiple of the cut, so only those are checked."""
+    of a float32: 10**9 * 2**-24) of a multiple of the cut, so only those are checked (a
+    remainder on the six digits' midpoint is far from both: those print all their digits
+    whichever way ``%g`` would round them)."""
     precision = 9 if single else 17
     cut = 10 ** (precision - 6)
-    six, rest = np.divmod(digits, cut)
-    usable &= rest != cut // 2
     reach = 64 if single else 16
-    near = usable & ((rest < reach) | (rest > cut - reach))
-    index = np.flatnonzero(near)
-    if not index.size:
+    near = (digits + reach) % cut < 2 * reach
+    near &= usable
+    if not near.any():
         return precision
-    short = six[index] + (rest[index] > cut // 2)
+    index = np.flatnonzero(near)
+    six, rest = np.divmod(digits[index], cut)
+    short = six + (rest > cut // 2)
     carry = short == 10 ** 6
     short[carry] = 10 ** 5
     short_exponent = exponent[index] + carry
@@ -202,12 +216,13 @@ def _layout(digits: Tensor, exponent: Tensor, shown: Tensor | int,
     as well. The cells of values not printed are empty."""
     stripped = np.strings.rstrip(digits, b"0")  # never empty: the first digit is not 0
     below_one = usable & (exponent < 0) & (exponent >= _FIXED_FROM)  # 0.000ddd
-    if np.count_nonzero(usable) - np.count_nonzero(below_one) <= FEW_OTHERS:
+    others = np.count_nonzero(usable) - np.count_nonzero(below_one)
+    if others <= FEW_OTHERS:
         leads = _LEADS[np.where(below_one, -exponent, 0)]  # one join over the whole array
         cells: Tensor = np.strings.add(leads, stripped).astype(CELL)
         if not below_one.all():
             cells[~below_one] = b""
-        return cells, below_one
+        return cells, below_one if others else usable
     cells = np.zeros(digits.size, dtype=CELL)
     fixed = (exponent >= _FIXED_FROM) & (exponent < shown)
     if below_one.any():
