@@ -60,8 +60,9 @@ _SCALES = {precision: _LONG_POWERS[[precision - 1 - (i if i < precision else i -
            for precision, width in ((9, 9 + 17), (17, 17 + 11))}
 """By exponent *e* (``_LOWEST`` up to *precision* - 1, negative ones counted from the
 end): 10**(precision - 1 - e), which scales a value to *precision* digits."""
-_NONE = np.zeros(0, dtype=np.intp)
-_NONE.flags.writeable = False
+_NO_INDICES = np.zeros(0, dtype=np.intp)
+"""What :func:`float_cells` answers when it leaves no value to the caller (read-only)."""
+_NO_INDICES.flags.writeable = False
 FEW_OTHERS = 16
 """Values of another layout (over one, under 1e-4) among values below one that are left to
 the caller's :func:`write_decimal` instead of numpy's calls on each layout (about 2 us
@@ -153,8 +154,9 @@ def float_cells(values: Tensor, single: bool) -> tuple[Tensor, Tensor]:
     negative = np.signbit(values)
     if every:  # no zero, nothing left unless _layout left it
         if negative.any():
-            cells[negative & printed] = np.strings.add(b"-", cells[negative & printed])
-        return cells, np.flatnonzero(~printed) if printed is not usable else _NONE
+            signed = negative & printed
+            cells[signed] = np.strings.add(b"-", cells[signed])
+        return cells, np.flatnonzero(~printed) if printed is not usable else _NO_INDICES
     zero = magnitude == 0
     cells[zero] = b"0.0"
     if negative.any():
