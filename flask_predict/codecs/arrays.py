@@ -221,6 +221,7 @@ def check_shape(array: Tensor, spec: TensorSpec) -> None:
     for want, got in zip(expected, shape):  # a loop: any() over a generator costs more
         if want != got and want != -1:
             fits = False
+            break
     if not fits:
         raise InvalidInput(f"input {spec.name!r}: expected shape {list(expected)}, "
                            f"got {list(shape)}")

@@ -147,22 +147,19 @@ def float_cells(values: Tensor, single: bool) -> tuple[Tensor, Tensor]:
         usable &= np.abs(scaled - rounded) <= 0.5 - _MARGINS[precision]
     usable &= (digits >= low) & (digits < 10 * low)
     shown = _six_digits(digits, exponent, usable, magnitude, single)
-    every = bool(usable.all())
+    every = bool(usable.all())  # then no zero either
     if not every:
         digits[~usable] = low
     cells, printed = _layout(_digit_texts(digits, precision), exponent, shown, usable)
+    if not every:
+        zero = magnitude == 0
+        cells[zero] = b"0.0"
+        printed = printed | zero
     negative = np.signbit(values)
-    if every:  # no zero, nothing left unless _layout left it
-        if negative.any():
-            signed = negative & printed
-            cells[signed] = np.strings.add(b"-", cells[signed])
-        return cells, np.flatnonzero(~printed) if printed is not usable else _NO_INDICES
-    zero = magnitude == 0
-    cells[zero] = b"0.0"
     if negative.any():
-        negative &= printed | zero
+        negative &= printed
         cells[negative] = np.strings.add(b"-", cells[negative])
-    return cells, np.flatnonzero(~(printed | zero))
+    return cells, _NO_INDICES if printed.all() else np.flatnonzero(~printed)
 
 
 def _six_digits(digits: Tensor, exponent: Tensor, usable: Tensor, magnitude: Tensor,

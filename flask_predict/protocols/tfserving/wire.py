@@ -109,7 +109,7 @@ def _rows_text(outputs: Mapping[str, Tensor], batch: int, exact: bool, numbers: 
     print_texts = codecs.element_texts if exact else codecs.shortest_texts
     slots, columns = [], []
     for name, array in outputs.items():
-        value = array if array.dtype.kind in "biu" else _value(array, name)
+        value = _value(array, name)
         if isinstance(value, np.ndarray):
             slots.append(codecs.row_template(value.shape[1:]))
             columns.append(print_texts(value))
@@ -153,9 +153,11 @@ def _row_template(names: tuple[str, ...], slots: tuple[str, ...]) -> str:
 
 def _value(array: Tensor, name: str) -> Any:
     """A numeric array as itself; bytes as text or ``{"b64"}``."""
+    if array.dtype.kind in "biu":  # the usual case first: labels, counts
+        return array
     if array.dtype.kind in "OSU":
         return codecs.json_value(array, name)
-    if array.dtype.kind not in "biuf":
+    if array.dtype.kind != "f":
         raise InvalidInput(f"Failed to write JSON value for tensor type: {array.dtype}")
     if array.dtype == np.float16:
         raise InvalidInput("Failed to write JSON value for tensor type: half")
