@@ -47,7 +47,7 @@ BLOCK = 65536
 
 _LONG_POWERS = np.cumprod(np.array([1] + [10] * 27, dtype=np.longdouble))
 """10**0..10**27, exact in a 64-bit mantissa (5**27 < 2**64)."""
-_POWERS = np.array([float(10 ** i) for i in range(23)])
+POWERS = np.array([float(10 ** i) for i in range(23)])
 """10**0..10**22: the powers of ten that are exact doubles."""
 _MARGINS = {9: 2.0 ** -30, 17: 2.0 ** -7}
 """How near a rounding midpoint a scaled value may fall: the product's error is at most
@@ -71,7 +71,7 @@ _FIXED_FROM = -4
 """``%g`` writes exponents from -4 up to (not including) its precision without ``e``."""
 _LEADS = np.array([b"", b"0.", b"0.0", b"0.00", b"0.000"])
 """What comes before the digits of a value with exponent -1..-4."""
-_EXPONENTS = np.array([b"e%+03d" % e for e in range(-30, 31)])
+EXPONENTS = np.array([b"e%+03d" % e for e in range(-30, 31)])
 """``e-05``, ``e+17``: ``%g``'s exponent, from -30 (index 0) to 30."""
 _NON_FINITE = {True: "Infinity", False: "-Infinity"}
 
@@ -146,7 +146,7 @@ def float_cells(values: Tensor, single: bool) -> tuple[Tensor, Tensor]:
         digits = rounded.astype(np.int64)  # below 10**precision: exact
         usable &= np.abs(scaled - rounded) <= 0.5 - _MARGINS[precision]
     usable &= (digits >= low) & (digits < 10 * low)
-    shown = _six_digits(digits, exponent, usable, magnitude, single)
+    shown = six_digits(digits, exponent, usable, magnitude, single)
     every = bool(usable.all())  # then no zero either
     if not every:
         digits[~usable] = low
@@ -162,7 +162,7 @@ def float_cells(values: Tensor, single: bool) -> tuple[Tensor, Tensor]:
     return cells, _NO_INDICES if printed.all() else np.flatnonzero(~printed)
 
 
-def _six_digits(digits: Tensor, exponent: Tensor, usable: Tensor, magnitude: Tensor,
+def six_digits(digits: Tensor, exponent: Tensor, usable: Tensor, magnitude: Tensor,
                 single: bool) -> Tensor | int:
     """Where ``%g``'s six digits read back as the value, put them (padded with zeros) and
     their exponent in place of *digits* and *exponent*; answer how many digits each value
@@ -185,7 +185,7 @@ def _six_digits(digits: Tensor, exponent: Tensor, usable: Tensor, magnitude: Ten
     short[carry] = 10 ** 5
     short_exponent = exponent[index] + carry
     shift = short_exponent - 5
-    power = _POWERS[np.abs(shift)]  # shift is within -22..22 (see _LOWEST)
+    power = POWERS[np.abs(shift)]  # shift is within -22..22 (see _LOWEST)
     candidate = np.where(shift >= 0, short * power, short / power)
     target = magnitude[index]
     back = (candidate.astype(np.float32) == target.astype(np.float32) if single
@@ -238,7 +238,7 @@ def _layout(digits: Tensor, exponent: Tensor, shown: Tensor | int,
         first = _split_first(digits[scientific])[0]
         rest = _split_first(stripped[scientific])[1]
         mantissa = np.where(rest == b"", first, _join(first, b".", rest))
-        cells[scientific] = _join(mantissa, _EXPONENTS[exponent[scientific] + 30])
+        cells[scientific] = _join(mantissa, EXPONENTS[exponent[scientific] + 30])
     return cells, usable
 
 
