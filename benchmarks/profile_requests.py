@@ -81,9 +81,17 @@ def cpu_us(call: Call, calls: int) -> float:
 
 
 def make_app(models_dir: Path) -> Any:
+    """The deployment app, its background threads quiet: models loaded once (no polling),
+    metrics flushed once a minute. A thread waiting for the GIL makes every call of a loop
+    that releases it cost a wake-up (README, "Inside a loaded worker"); a gunicorn worker,
+    which blocks on its sockets, does not pay that."""
     config = {name: {"base_path": str(models_dir / name)} for name in ("lr", "xgb")}
     os.environ["FLASK_PREDICT_MODELS"] = json.dumps(config)
     os.environ["FLASK_PREDICT_THREADS"] = "1"  # a gunicorn worker's share of 2 cores
+    os.environ["FLASK_PREDICT_POLL_SECONDS"] = "0"
+    from flask_predict import metrics
+
+    metrics.FLUSH_SECONDS = 60.0
     import wsgi
 
     return wsgi.app
