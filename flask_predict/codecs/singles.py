@@ -27,7 +27,7 @@ import numpy as np
 import orjson
 
 from ..types import Tensor
-from .digits import EXPONENTS, FEW_OTHERS, POWERS, six_digits, write_decimal
+from .digits import BLOCK, EXPONENTS, FEW_OTHERS, POWERS, six_digits, write_decimal
 
 _LOW, _HIGH = 10 ** 8, 10 ** 9
 """Nine digits: from 10**8 up to (not including) 10**9."""
@@ -54,9 +54,24 @@ _NUMPY = orjson.OPT_SERIALIZE_NUMPY
 
 def single_text(array: Tensor) -> bytes | None:
     """*array* (float32, at least one dimension) as TF Serving's JSON text, nested lists of
-    its shape; ``None`` when more than :data:`digits.FEW_OTHERS` values are neither in
-    fixed notation, nor in exponent notation from a scaled value (the caller then prints
-    it another way)."""
+    its shape; ``None`` when, in a block of about :data:`digits.BLOCK` values, more than
+    :data:`digits.FEW_OTHERS` are neither in fixed notation nor in exponent notation from a
+    scaled value (the caller then prints it another way). Blocks of whole rows keep numpy's
+    temporaries a few MiB."""
+    rows = max(1, BLOCK // max(1, array[0].size))
+    if len(array) <= rows:
+        return _block_text(array)
+    texts = []
+    for start in range(0, len(array), rows):
+        text = _block_text(array[start:start + rows])
+        if text is None:
+            return None
+        texts.append(text[1:-1])
+    return b"[" + b",".join(texts) + b"]"
+
+
+def _block_text(array: Tensor) -> bytes | None:
+    """:func:`single_text` of one block."""
     with np.errstate(all="ignore"):  # NaN and infinities fail every comparison
         values = np.ravel(array).astype(np.float64)
         magnitude = np.abs(values)

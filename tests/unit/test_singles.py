@@ -97,3 +97,17 @@ def test_tf_serving_printing_takes_it_from_its_size_on(monkeypatch: pytest.Monke
         assert printing.array_text(values).encode("ascii") == rule_text(values)
         assert printing.float_texts(values) == rule_text(values.ravel())[1:-1].decode().split(",")
     assert calls == [printing._SINGLES_FROM] * 2 + [5000] * 2
+
+
+@pytest.mark.parametrize("shape", [(70000, 2), (2, 70000)])
+def test_blocks_of_whole_rows(shape: tuple[int, ...]) -> None:
+    """Past :data:`digits.BLOCK` values the array is printed a block of whole rows at a
+    time (a row longer than a block is a block of its own), each block's values that the
+    rule prints counted in that block."""
+    rng = np.random.default_rng(5)
+    values = (1 / (1 + np.exp(-rng.normal(size=shape) * 6))).astype(np.float32)
+    flat = values.reshape(-1)
+    flat[::9000] = np.nan  # 16 in all: a few in each block
+    assert singles.single_text(values) == rule_text(values)
+    flat[:digits.FEW_OTHERS + 1] = np.nan  # too many in the first block
+    assert singles.single_text(values) is None
