@@ -163,7 +163,7 @@ def float_cells(values: Tensor, single: bool) -> tuple[Tensor, Tensor]:
 
 
 def six_digits(digits: Tensor, exponent: Tensor, usable: Tensor, magnitude: Tensor,
-                single: bool) -> Tensor | int:
+               single: bool) -> Tensor | int:
     """Where ``%g``'s six digits read back as the value, put them (padded with zeros) and
     their exponent in place of *digits* and *exponent*; answer how many digits each value
     shows. The text can read back only if the value is within half an ulp of it: its
