@@ -111,3 +111,15 @@ def test_blocks_of_whole_rows(shape: tuple[int, ...]) -> None:
     assert singles.single_text(values) == rule_text(values)
     flat[:digits.FEW_OTHERS + 1] = np.nan  # too many in the first block
     assert singles.single_text(values) is None
+
+
+def test_tf_servings_own_test_vectors() -> None:
+    """``json_tensor_test.cc`` (``FromJsonSingleFloatTensorSixDigitPrecision``), repeated
+    past the size the printer takes and past the number of exponents the rule prints."""
+    vectors = {np.float32(0.5) * np.float32(0.1) + np.float32(2): "2.05", 3: "3.0",
+               3.5: "3.5", np.float32(1) / np.float32(3): "0.333333343", 9000000: "9e+06",
+               0.00003: "3e-05", 999999: "999999.0", 555557.5: "555557.5",
+               123456789: "123456792.0", -0.0: "-0.0"}
+    values = np.tile(np.array(list(vectors), dtype=np.float32), 20)
+    expected = ",".join(list(vectors.values()) * 20)
+    assert singles.single_text(values) == f"[{expected}]".encode("ascii")
