@@ -18,7 +18,10 @@ whole array, nested as it is, is one orjson print of those doubles:
    written where a sentinel stands in orjson's text; so are the few values left to the
    rule (not finite, or out of the float64 scaling's range).
 
-Every text equals :func:`digits.write_decimal`'s, value by value.
+Every text equals :func:`digits.write_decimal`'s, value by value. That rests on how orjson
+lays a float out, which is orjson's own choice: it is checked once, at import, on values
+at the ends of that layout and on the sentinels (:data:`LAYOUT_AS_READ`); with another
+layout nothing is printed here.
 """
 
 from __future__ import annotations
@@ -50,14 +53,35 @@ _FILL = b"\x01"
 """Pads a text the rule gives under five characters (``NaN``) to a sentinel's length."""
 _PLUS_AT = np.array([0] * _SHORTEST + [text.index(b"+") for text in _SENTINEL_TEXTS])
 _NUMPY = orjson.OPT_SERIALIZE_NUMPY
+_LAYOUT_PROBES = [(0.0001, "0.0001"), (0.000123456789, "0.000123456789"), (0.5, "0.5"),
+                  (-0.5, "-0.5"), (1.0, "1.0"), (123.0, "123.0"), (123456789.0, "123456789.0"),
+                  (999999999.0, "999999999.0"), (0.0, "0.0"), (-0.0, "-0.0")]
+"""Values at the ends of the fixed layout, and orjson's text for them as this module reads
+it."""
+
+
+def _orjson_lays_out_as_read() -> bool:
+    """Whether this orjson prints the probes and the sentinels as this module expects (its
+    text of a float is its own, and could change in another release)."""
+    probes = np.array([value for value, _ in _LAYOUT_PROBES] + _SENTINELS[_SHORTEST:].tolist())
+    expected = ",".join([text for _, text in _LAYOUT_PROBES] +
+                        [text.decode("ascii") for text in _SENTINEL_TEXTS])
+    return orjson.dumps(probes, option=_NUMPY) == f"[{expected}]".encode("ascii")
+
+
+LAYOUT_AS_READ = _orjson_lays_out_as_read()
+"""Else :func:`single_text` answers ``None`` and the caller prints as before."""
 
 
 def single_text(array: Tensor) -> bytes | None:
     """*array* (float32, at least one dimension) as TF Serving's JSON text, nested lists of
     its shape; ``None`` when, in a block of about :data:`digits.BLOCK` values, more than
     :data:`digits.FEW_OTHERS` are neither in fixed notation nor in exponent notation from a
-    scaled value (the caller then prints it another way). Blocks of whole rows keep numpy's
+    scaled value (the caller then prints it another way), or always when this orjson lays
+    numbers out otherwise (:data:`LAYOUT_AS_READ`). Blocks of whole rows keep numpy's
     temporaries a few MiB."""
+    if not LAYOUT_AS_READ:
+        return None
     rows = max(1, BLOCK // max(1, array[0].size))
     if len(array) <= rows:
         return _block_text(array)

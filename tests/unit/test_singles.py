@@ -123,3 +123,14 @@ def test_tf_servings_own_test_vectors() -> None:
     values = np.tile(np.array(list(vectors), dtype=np.float32), 20)
     expected = ",".join(list(vectors.values()) * 20)
     assert singles.single_text(values) == f"[{expected}]".encode("ascii")
+
+
+def test_an_orjson_that_lays_numbers_out_otherwise_leaves_printing_to_the_rest(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """This orjson prints the probes as the module reads them; were it not so, nothing is
+    printed here, and TF Serving's text still comes out of the other paths."""
+    assert singles.LAYOUT_AS_READ
+    values = np.random.default_rng(6).random((300, 2), dtype=np.float32)
+    monkeypatch.setattr(singles, "LAYOUT_AS_READ", False)
+    assert singles.single_text(values) is None
+    assert printing.array_text(values).encode("ascii") == rule_text(values)
