@@ -108,15 +108,15 @@ this size it costs more than the ``%`` path for some arrays)."""
 
 def float_texts(array: Tensor) -> list[str]:
     """Each element of float32/float64 *array*, flattened, as TF Serving prints it: the
-    rule number by number for a few, a few hundred float32 by :func:`digits.percent_texts`,
-    else :func:`digits.print_floats`."""
+    rule number by number for a few, float32 from :data:`_SINGLES_FROM` values on by
+    :func:`singles.single_text`, a few hundred float32 it leaves by
+    :func:`digits.percent_texts`, else :func:`digits.print_floats`."""
     single = array.dtype == np.float32
     if array.size <= _SMALL or not digits.VECTORISED:  # tolist: float32 values as doubles
         return [write_decimal(value, single) for value in np.ravel(array).tolist()]
-    if single and array.size >= _SINGLES_FROM:
-        text = single_text(np.ravel(array))
-        if text is not None:
-            return text[1:-1].decode("ascii").split(",")
+    text = _singles(np.ravel(array))
+    if text is not None:
+        return text[1:-1].decode("ascii").split(",")
     values = np.ravel(array).astype(np.float64)
     if single and values.size < _PERCENT_BELOW:
         percent = digits.percent_texts(values.tolist(), single)
@@ -127,16 +127,24 @@ def float_texts(array: Tensor) -> list[str]:
     return texts
 
 
+def _singles(array: Tensor) -> bytes | None:
+    """*array*'s text from :func:`singles.single_text` when it is float32 of
+    :data:`_SINGLES_FROM` values or more (and numpy has the string functions it uses)."""
+    if array.dtype != np.float32 or array.size < _SINGLES_FROM or not digits.VECTORISED:
+        return None
+    return single_text(array)
+
+
 def array_text(array: Tensor) -> str:
     """*array* as nested JSON lists (a 0-d array as a bare value), floats TF Serving's way:
+    float32 from :data:`_SINGLES_FROM` values on in one orjson print (:mod:`singles`), else
     a grid of its rows (:mod:`cells`) from :data:`cells.GRID_FROM` numbers on, else every
     element's text put into one ``%s`` template of the array's shape."""
     if array.ndim == 0:
         return element_texts(array)[0]
-    if array.dtype == np.float32 and array.size >= _SINGLES_FROM and digits.VECTORISED:
-        text = single_text(array)
-        if text is not None:
-            return text.decode("ascii")
+    text = _singles(array)
+    if text is not None:
+        return text.decode("ascii")
     if array.size >= GRID_FROM:
         lines = block(array)
         if lines is not None:
