@@ -7,9 +7,12 @@ probabilities. :func:`float_cells` finds every value's digits with numpy and lay
 texts with numpy's string functions, each one C loop over the whole array:
 
 1. each value is scaled by an exact power of ten in long double (64 bits of mantissa) and
-   rounded to an integer of *P* digits (9 or 17): the ``%.9g``/``%.17g`` digits. A product
-   too near a rounding midpoint for 64 bits to decide is left to the caller, as is a value
-   that would need a power of ten past 10**27 (or has no long double to scale in);
+   rounded to an integer of *P* digits (9 or 17): the ``%.9g``/``%.17g`` digits. The
+   product's one rounding moves it at most half a unit in its last place, and its distance
+   to the nearest integer is a whole number of such units: under one half, that integer
+   is the exact product's; a distance of one half (a tie, or a product too near one for
+   64 bits to decide) leaves the value to the caller, as does a value that would need a
+   power of ten past 10**27 (or has no long double to scale in);
 2. those digits rounded again to six are ``%g``'s, which can read back only for digits
    near a multiple of a six-digit step; for those, the double that text stands for is one
    exact operation away, so "does ``%g`` read back" is one comparison;
@@ -49,9 +52,6 @@ _LONG_POWERS = np.cumprod(np.array([1] + [10] * 27, dtype=np.longdouble))
 """10**0..10**27, exact in a 64-bit mantissa (5**27 < 2**64)."""
 POWERS = np.array([float(10 ** i) for i in range(23)])
 """10**0..10**22: the powers of ten that are exact doubles."""
-_MARGINS = {9: 2.0 ** -30, 17: 2.0 ** -7}
-"""How near a rounding midpoint a scaled value may fall: the product's error is at most
-10**P * 2**-64 of a unit in its last digit (about 0.0054 for 17 digits, under 2**-7)."""
 _LOWEST = {9: -17, 17: -11}
 """The lowest decimal exponent printed here: 17 digits of 1e-11 need 10**27, and the
 ``%g`` candidate of a float32 at most 10**22."""
@@ -144,7 +144,7 @@ def float_cells(values: Tensor, single: bool) -> tuple[Tensor, Tensor]:
         scaled = magnitude.astype(np.longdouble) * _SCALES[precision][exponent]
         rounded = np.rint(scaled)
         digits = rounded.astype(np.int64)  # below 10**precision: exact
-        usable &= np.abs(scaled - rounded) <= 0.5 - _MARGINS[precision]
+        usable &= np.abs(scaled - rounded) < 0.5  # see step 1
     usable &= (digits >= low) & (digits < 10 * low)
     shown = six_digits(digits, exponent, usable, magnitude, single)
     every = bool(usable.all())  # then no zero either
