@@ -1,6 +1,6 @@
 """TF Serving's JSON of numeric arrays, laid out in numpy: no Python string per number.
 
-Each number's text is a fixed-width cell (NUL-padded bytes, :func:`number_cells`). A
+Each number's text is a fixed-width cell (bytes padded with NULs, :func:`number_cells`). A
 response is a grid with one line per row (the constant text between the numbers broadcast
 down its columns); one ``bytes.translate`` drops the padding. For arrays of a few hundred
 numbers on, this costs less than formatting each number in Python and joining the strings
@@ -16,6 +16,7 @@ import orjson
 
 from ..types import Tensor
 from . import digits
+from .below_one import fraction_cells
 from .digits import CELL, print_floats
 
 GRID_FROM = 512
@@ -28,12 +29,16 @@ grid); larger ones (rare in outputs) leave the answer to the string path."""
 
 def number_cells(array: Tensor) -> Tensor | None:
     """Each element of *array* (flattened) as TF Serving prints it, one cell each, cells
-    trimmed to the longest text; ``None`` for a type this does not print (strings, objects,
-    float16, integers past 10**18)."""
+    trimmed to the longest text (a float64 fraction's holds NULs inside it too, which
+    :func:`lines_text` drops with the padding); ``None`` for a type this does not print
+    (strings, objects, float16, integers past 10**18)."""
     values = np.ravel(array)
     if not values.size:
         return np.zeros(0, dtype="S1") if array.dtype.kind in "biuf" else None
-    if array.dtype in (np.float32, np.float64):
+    if array.dtype == np.float64 and values.size <= digits.BLOCK:
+        fractions = fraction_cells(values)  # NULs inside a cell: lines_text drops them
+        cells = print_floats(values, False) if fractions is None else fractions
+    elif array.dtype in (np.float32, np.float64):
         cells = print_floats(values, array.dtype == np.float32)
     elif array.dtype.kind == "b":
         cells = np.where(values, b"true", b"false").astype(CELL)

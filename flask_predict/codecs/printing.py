@@ -26,6 +26,7 @@ import simplejson
 
 from ..types import Tensor
 from . import digits
+from .below_one import fraction_texts
 from .cells import GRID_FROM, block, lines_text
 from .digits import print_floats, write_decimal
 from .singles import single_text
@@ -110,7 +111,8 @@ def float_texts(array: Tensor) -> list[str]:
     """Each element of float32/float64 *array*, flattened, as TF Serving prints it: the
     rule number by number for a few, float32 from :data:`_SINGLES_FROM` values on by
     :func:`singles.single_text`, a few hundred float32 it leaves by
-    :func:`digits.percent_texts`, else :func:`digits.print_floats`."""
+    :func:`digits.percent_texts`, float64 between 1e-4 and 1 (probabilities) by
+    :func:`below_one.fraction_texts`, else :func:`digits.print_floats`."""
     single = array.dtype == np.float32
     if array.size <= _SMALL or not digits.VECTORISED:  # tolist: float32 values as doubles
         return [write_decimal(value, single) for value in np.ravel(array).tolist()]
@@ -122,6 +124,10 @@ def float_texts(array: Tensor) -> list[str]:
         percent = digits.percent_texts(values.tolist(), single)
         if percent is not None:
             return percent
+    if not single and values.size <= digits.BLOCK:
+        fractions = fraction_texts(values)
+        if fractions is not None:
+            return fractions
     cells = print_floats(values, single)
     texts: list[str] = b",".join(cells.tolist()).decode("ascii").split(",")
     return texts
