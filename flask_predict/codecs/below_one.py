@@ -87,7 +87,7 @@ def fraction_grid(values: Tensor, comma: bool) -> tuple[Tensor, Tensor] | None:
         left = np.flatnonzero(decade % 5 == 0)
         if left.size > FEW_OTHERS:
             return None
-        magnitude[left] = 0.5  # any value of the range: its text is the rule's
+        magnitude[left] = 0.123456789  # in range, far from six digits: the rule prints them
         decade[left] = 4
     scaled = np.multiply(magnitude, _SCALES[decade], dtype=np.longdouble)
     rounded = np.rint(scaled)
