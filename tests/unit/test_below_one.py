@@ -86,6 +86,16 @@ def test_a_few_values_of_another_layout_are_printed_by_the_rule(other: float) ->
     assert printing.float_texts(values) == rule(values)  # the other paths take them
 
 
+@pytest.mark.parametrize("ends", [(1.0, 1.0), (5.0, -2.0), (np.nan, 1.0)])
+def test_not_looked_at_when_both_ends_are_not_below_one(ends: tuple[float, float]) -> None:
+    values = np.random.default_rng(10).random(100) * 0.9 + 0.05
+    values[0], values[-1] = ends
+    assert below_one.fraction_texts(values) is None
+    assert printing.float_texts(values) == rule(values)  # the other paths print them
+    values[0] = 0.5
+    assert_as_the_rule(values)
+
+
 def test_tf_serving_paths_take_it() -> None:
     p = np.random.default_rng(9).random((300, 1))
     probabilities = np.hstack([1 - p, p])
