@@ -7,8 +7,9 @@
   value in the tensor's own precision, else ``%.9g`` (float32) or ``%.17g`` (float64), and
   ``.0`` after a whole number not written with an exponent: ``9e+06``, ``2.05``, ``3.0``,
   ``0.333333343``; a float32 array of 128 values or more is printed by :mod:`singles` in
-  one orjson print, and an answer of :data:`cells.GRID_FROM` numbers or more is laid out by
-  :mod:`cells` in numpy, with the same text.
+  one orjson print, float64 probabilities by :mod:`below_one`, and an answer of
+  :data:`cells.GRID_FROM` numbers or more is laid out by :mod:`cells` in numpy, with the
+  same text.
 * :func:`preview` quotes a value in an error message without printing more of it than shown.
 """
 
