@@ -26,7 +26,7 @@ import numpy as np
 import orjson
 
 from ..types import Tensor
-from .digits import CELL, FEW_OTHERS, six_digits, write_decimal
+from .digits import BLOCK, CELL, FEW_OTHERS, six_digits, write_decimal
 
 _DECADES = np.array([1e-4, 1e-3, 1e-2, 1e-1, 1.0])
 """Where each decade starts: ``searchsorted`` answers 1 (1e-4 up to 0.001) to 4 (0.1 up to
@@ -76,10 +76,13 @@ def fraction_grid(values: Tensor, comma: bool) -> tuple[Tensor, Tensor] | None:
     is between 1e-4 and 1 in magnitude, padded with NULs before and after its digits; and
     the indices of the values whose line is left to the caller: those not in that range
     and ties at their 17th digit. ``None`` when more than :data:`digits.FEW_OTHERS` values
-    are not in that range, or when the first and the last are not below one."""
+    are not in that range, when the first and the last are not below one, or past
+    :data:`digits.BLOCK` values (printed a block at a time elsewhere)."""
     count = values.size
     if not count:
         return np.zeros((0, 26 if comma else 25), dtype=np.uint8), _NO_INDICES
+    if count > BLOCK:
+        return None
     if not (abs(values[0]) < 1 or abs(values[-1]) < 1):  # a regression's outputs: no
         return None  # numpy calls spent on them (about 12 us for 100 values)
     magnitude = np.abs(values)

@@ -35,7 +35,7 @@ def number_cells(array: Tensor) -> Tensor | None:
     values = np.ravel(array)
     if not values.size:
         return np.zeros(0, dtype="S1") if array.dtype.kind in "biuf" else None
-    if array.dtype == np.float64 and values.size <= digits.BLOCK:
+    if array.dtype == np.float64:
         fractions = fraction_cells(values)  # NULs inside a cell: lines_text drops them
         cells = print_floats(values, False) if fractions is None else fractions
     elif array.dtype in (np.float32, np.float64):

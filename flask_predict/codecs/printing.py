@@ -120,12 +120,12 @@ def float_texts(array: Tensor) -> list[str]:
     text = _singles(np.ravel(array))
     if text is not None:
         return text[1:-1].decode("ascii").split(",")
-    values = np.ravel(array).astype(np.float64)
+    values = np.ravel(array).astype(np.float64, copy=False)
     if single and values.size < _PERCENT_BELOW:
         percent = digits.percent_texts(values.tolist(), single)
         if percent is not None:
             return percent
-    if not single and values.size <= digits.BLOCK:
+    if not single:
         fractions = fraction_texts(values)
         if fractions is not None:
             return fractions

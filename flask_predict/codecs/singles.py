@@ -11,9 +11,11 @@ whole array, nested as it is, is one orjson print of those doubles:
 1. each value is scaled to nine digits in float64 and rounded (``rint``, half to even, as
    ``printf`` rounds). From 1e-4 up to 10**9 the product of a float32 and ``10**k`` (k up
    to 12: 24 + 28 bits) is exact. Past that range ``10**k`` is still an exact double (up
-   to ``10**22``), so the product is off by at most 2**-24 of a unit, and a product
-   nearer a rounding midpoint than that is left to :func:`digits.write_decimal`. ``%g``'s
-   six digits are taken where they read back (:func:`digits.six_digits`);
+   to ``10**22``): the product is rounded once, by at most half a unit in its last place,
+   and its distance to an integer is a whole number of such units, so only a distance of
+   exactly one half (a tie, or too near one) is left to :func:`digits.write_decimal`, as
+   in :mod:`digits`. ``%g``'s six digits are taken where they read back
+   (:func:`digits.six_digits`);
 2. the values ``%g`` writes with an exponent (``1.82147e-05``) are laid out in numpy and
    written where a sentinel stands in orjson's text; so are the few values left to the
    rule (not finite, or out of the float64 scaling's range).
@@ -37,8 +39,6 @@ _LOW, _HIGH = 10 ** 8, 10 ** 9
 _LOWEST, _HIGHEST = -14, 26
 """Decimal exponents scaled here: 10**|8 - e| is then an exact double (at most 10**22), and
 :func:`digits.six_digits` can scale six digits back."""
-_MARGIN = 2.0 ** -20
-"""How near a rounding midpoint a scaled value may fall (its error is under 2**-24)."""
 _WIDTH = 15
 """The longest text of a float32 value: ``-1.23456789e-05``."""
 _SHORTEST = 5
@@ -106,7 +106,7 @@ def _block_text(array: Tensor) -> bytes | None:
         rounded = np.rint(scaled)
         exact = (exponent >= -4) & (exponent <= 8)  # the product is exact: a tie is a tie
         if not exact.all():
-            scaled_here &= exact | (np.abs(scaled - rounded) <= 0.5 - _MARGIN)
+            scaled_here &= exact | (np.abs(scaled - rounded) < 0.5)  # see step 1
         digits = rounded.astype(np.int64)
     scaled_here &= (digits >= _LOW) & (digits < _HIGH)
     shown = six_digits(digits, exponent, scaled_here, magnitude, True)
