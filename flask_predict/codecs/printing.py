@@ -112,7 +112,7 @@ def float_texts(array: Tensor) -> list[str]:
     """Each element of float32/float64 *array*, flattened, as TF Serving prints it: the
     rule number by number for a few, float32 from :data:`_SINGLES_FROM` values on by
     :func:`singles.single_text`, a few hundred float32 it leaves by
-    :func:`digits.percent_texts`, float64 between 1e-4 and 1 (probabilities) by
+    :func:`digits.percent_texts`, float64 between 1e-11 and 1 (probabilities) by
     :func:`below_one.fraction_texts`, else :func:`digits.print_floats`."""
     single = array.dtype == np.float32
     if array.size <= _SMALL or not digits.VECTORISED:  # tolist: float32 values as doubles

@@ -1,4 +1,4 @@
-"""``below_one`` prints float64 values between 1e-4 and 1 as TF Serving's ``WriteDecimal``."""
+"""``below_one`` prints float64 values between 1e-11 and 1 as TF Serving's ``WriteDecimal``."""
 
 from __future__ import annotations
 
@@ -36,7 +36,7 @@ def test_probabilities_of_two_classes(size: int) -> None:
 @pytest.mark.parametrize("seed", range(6))
 def test_every_decade_and_sign(seed: int) -> None:
     rng = np.random.default_rng(seed)
-    values = 10.0 ** rng.uniform(-4, 0, 5000)
+    values = 10.0 ** rng.uniform(-11, 0, 5000)
     values[rng.random(5000) < 0.5] *= -1
     assert_as_the_rule(values)
 
@@ -50,14 +50,31 @@ def test_short_decimals_and_six_digits_that_read_back() -> None:
     assert_as_the_rule(np.array([0.5, 0.25, 0.125, 0.123456, 0.1, 0.0001, 0.00011, 0.9999995,
                                  0.99999949999, 0.1000005, 0.099999951, 0.0009999995,
                                  0.09999999999999999, -0.5]))
+    values = np.array([round(value, int(places)) for value, places in
+                       zip((10.0 ** rng.uniform(-11, -4, 5000)).tolist(),
+                           rng.integers(6, 26, 5000))])
+    assert_as_the_rule(values[values >= 1e-11])
+
+
+def test_values_below_1e_4_are_written_with_an_exponent() -> None:
+    values = np.array([0.5, 7e-05, -7.5e-05, 1e-05, 9.9999995e-05, 9.999995e-06, 1.5e-11,
+                       2e-11, 3.0000000000000001e-07, 7.6915026400000001e-05,
+                       1.2345678901234567e-10, -0.25])
+    expected = rule(values)
+    assert expected[1:4] == ["7e-05", "-7.5e-05", "1e-05"]
+    assert expected[7:10] == ["2e-11", "3e-07", "7.6915026400000002e-05"]
+    assert_as_the_rule(values)
+    found = below_one.fraction_grid(values, comma=False)
+    assert found is not None and found[1].size == 0  # none left to the rule
 
 
 def test_decade_bounds_are_exact() -> None:
-    # each bound is the double just above its power of ten: searchsorted decides exactly
-    for exponent, bound in zip(range(-4, 1), below_one._DECADES.tolist()):
+    # each bound is the smallest double at or above its power of ten: searchsorted decides
+    assert len(below_one._DECADES) == 12
+    for exponent, bound in zip(range(-11, 1), below_one._DECADES.tolist()):
         assert Fraction(bound) >= Fraction(10) ** exponent
         assert Fraction(np.nextafter(bound, 0)) < Fraction(10) ** exponent
-    bounds = below_one._DECADES[:4]
+    bounds = below_one._DECADES[:-1]
     assert_as_the_rule(np.concatenate([bounds, np.nextafter(bounds, 0)[1:],
                                        np.nextafter(bounds, 1), [np.nextafter(1.0, 0)]]))
 
@@ -72,7 +89,7 @@ def test_exact_ties_are_printed_by_the_rule() -> None:
     assert_as_the_rule(values)
 
 
-@pytest.mark.parametrize("other", [0.0, -0.0, 1.0, 5.0, -3e7, 1e-5, 1e-300, np.nan, np.inf,
+@pytest.mark.parametrize("other", [0.0, -0.0, 1.0, 5.0, -3e7, 1e-12, 1e-300, np.nan, np.inf,
                                    -np.inf])
 def test_a_few_values_of_another_layout_are_printed_by_the_rule(other: float) -> None:
     rng = np.random.default_rng(8)
