@@ -24,7 +24,8 @@ from .examples import examples_to_rows
 from .parsing import (SIMDJSON_SAFE_BYTES, check_depth, loads, loads_v2_infer, nesting_depth,
                       number_matrix)
 from .printing import (Raw, array_text, b64_value, dumps, dumps_strict, dumps_tfserving,
-                       element_texts, float_texts, preview, row_template, shortest_texts)
+                       element_texts, float_texts, preview, row_template, row_texts,
+                       shortest_texts)
 from .rows import (columns_to_tensors, is_named, json_type, matrix_to_tensors,
                    predictions_to_outputs, predictions_to_tensor, rows_to_tensors,
                    tensor_from_json, tensors_to_instances, tensors_to_rows)
@@ -37,6 +38,6 @@ __all__ = [
     "has_booleans", "int_range", "is_b64", "is_named", "json_type", "json_value", "lines_text",
     "loads", "loads_v2_infer", "matrix_to_tensors", "nesting_depth", "number_matrix",
     "numpy_dtype", "object_array", "out_of_range", "predictions_to_outputs",
-    "predictions_to_tensor", "preview", "Raw", "row_template", "rows_to_tensors",
+    "predictions_to_tensor", "preview", "Raw", "row_template", "row_texts", "rows_to_tensors",
     "shortest_texts", "tensor_from_json", "tensors_to_instances", "tensors_to_rows", "to_array",
 ]

@@ -75,6 +75,9 @@ _LINES = {True: np.dtype([("lead", "S6"), ("digits", "S17"), ("comma", "S1")]),
 """A value's line, with a comma after it or as a :data:`digits.CELL`: each field is filled
 by one copy of a table or of orjson's text."""
 _ZERO = np.uint8(ord("0"))
+_ROW_END_TEXT = ";"
+_ROW_END = ord(_ROW_END_TEXT)
+"""What ends a row in :func:`fraction_rows`' text before it is split (no number has it)."""
 _POINT = ord(".")
 
 
@@ -89,6 +92,28 @@ def fraction_texts(values: Tensor) -> list[str] | None:
     texts.pop()
     for index, value in zip(left.tolist(), values[left].tolist()):
         texts[index] = write_decimal(value, False)
+    return texts
+
+
+def fraction_rows(values: Tensor) -> list[str] | None:
+    """Each row of 2-D float64 *values* as its values' texts joined by commas (``[%s]`` of a
+    row template takes it whole: a string per row, not per value); ``None`` as
+    :func:`fraction_grid` answers it."""
+    rows, width = values.shape
+    found = fraction_grid(values.ravel(), comma=True)
+    if found is None:
+        return None
+    grid, left = found
+    grid.reshape(rows, -1)[:, -1] = _ROW_END  # the last comma of each row
+    texts = grid.tobytes().translate(None, b"\0").decode("ascii").split(_ROW_END_TEXT)
+    texts.pop()
+    if left.size:
+        flat = values.ravel()
+        for index, value in zip(left.tolist(), flat[left].tolist()):
+            row, column = divmod(index, width)
+            parts = texts[row].split(",")
+            parts[column] = write_decimal(value, False)
+            texts[row] = ",".join(parts)
     return texts
 
 

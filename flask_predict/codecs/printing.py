@@ -27,7 +27,7 @@ import simplejson
 
 from ..types import Tensor
 from . import digits
-from .below_one import fraction_texts
+from .below_one import fraction_rows, fraction_texts
 from .cells import GRID_FROM, block, lines_text
 from .digits import print_floats, write_decimal
 from .singles import single_text
@@ -134,6 +134,17 @@ def float_texts(array: Tensor) -> list[str]:
     return texts
 
 
+def row_texts(array: Tensor) -> list[str] | None:
+    """Each row of a 2-D float64 *array* of more than :data:`_SMALL` values (a classifier's
+    probabilities) as its numbers' texts joined by commas, as TF Serving prints them, by
+    :func:`below_one.fraction_rows`: a template's ``[%s]`` takes a row whole. ``None``
+    where that does not print it (the caller prints its numbers one by one)."""
+    if (array.dtype != np.float64 or array.ndim != 2 or array.shape[1] < 2
+            or array.size <= _SMALL or not digits.VECTORISED):
+        return None
+    return fraction_rows(array)
+
+
 def _singles(array: Tensor) -> bytes | None:
     """*array*'s text from :func:`singles.single_text` when it is float32 of
     :data:`_SINGLES_FROM` values or more (and numpy has the string functions it uses)."""
@@ -156,6 +167,9 @@ def array_text(array: Tensor) -> str:
         lines = block(array)
         if lines is not None:
             return lines_text([lines], len(array)).decode("ascii")
+    rows = row_texts(array)
+    if rows is not None:
+        return "[[" + "],[".join(rows) + "]]"
     template = "[" + ",".join([row_template(array.shape[1:])] * len(array)) + "]"
     return template % tuple(element_texts(array))
 

@@ -7,7 +7,9 @@ from fractions import Fraction
 import numpy as np
 import pytest
 
+from flask_predict import codecs
 from flask_predict.codecs import below_one, cells, digits, printing
+from flask_predict.protocols.tfserving import wire
 from flask_predict.types import Tensor
 
 pytestmark = pytest.mark.skipif(not digits.VECTORISED,
@@ -123,3 +125,30 @@ def test_tf_serving_paths_take_it() -> None:
                                                           rule(probabilities[:, 1]))) + "]"
     assert cells.lines_text([lines], 300).decode() == expected
     assert printing.array_text(probabilities) == expected
+
+
+@pytest.mark.parametrize("width", [2, 3, 10])
+def test_rows_are_the_rule_texts_joined(width: int) -> None:
+    rng = np.random.default_rng(width)
+    values = rng.random((400 // width, width)) * 0.9 + 0.05
+    values[3, width - 1] = 211 * 2.0 ** -21  # a tie, left to the rule
+    values[5, 0] = 0.0  # another layout, left to the rule
+    values[7, 1] = -3.5e-07  # written with an exponent
+    rows = below_one.fraction_rows(values)
+    assert rows == [",".join(rule(row)) for row in values]
+
+
+def test_tf_serving_answers_of_a_few_hundred_numbers_take_rows() -> None:
+    p = np.random.default_rng(11).random((100, 1))
+    probabilities = np.hstack([1 - p, p])
+    expected_rows = [f"[{a},{b}]" for a, b in zip(rule(probabilities[:, 0]),
+                                                 rule(probabilities[:, 1]))]
+    assert printing.row_texts(probabilities) is not None
+    assert printing.array_text(probabilities) == "[" + ",".join(expected_rows) + "]"
+    labels = (p[:, 0] > 0.5).astype(np.int64)
+    answer = wire.encode_predict({"predict": labels, "predict_proba": probabilities}, True)
+    assert codecs.dumps_tfserving(answer) == ('{"predictions":[' + ",".join(
+        f'{{"predict":{label},"predict_proba":{row}}}'
+        for label, row in zip(labels.tolist(), expected_rows)) + "]}").encode()
+    assert printing.row_texts(probabilities[:20]) is None  # few numbers: one by one
+    assert printing.row_texts(probabilities.astype(np.float32)) is None

@@ -110,7 +110,11 @@ def _rows_text(outputs: Mapping[str, Tensor], batch: int, exact: bool, numbers: 
     slots, columns = [], []
     for name, array in outputs.items():
         value = _value(array, name)
-        if isinstance(value, np.ndarray):
+        rows = codecs.row_texts(value) if exact and isinstance(value, np.ndarray) else None
+        if rows is not None:  # a row's numbers in one text
+            slots.append("[%s]")
+            columns.append(rows)
+        elif isinstance(value, np.ndarray):
             slots.append(codecs.row_template(value.shape[1:]))
             columns.append(print_texts(value))
         else:
