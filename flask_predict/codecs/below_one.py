@@ -100,7 +100,10 @@ def fraction_rows(values: Tensor) -> list[str] | None:
     row template takes it whole: a string per row, not per value); ``None`` as
     :func:`fraction_grid` answers it."""
     rows, width = values.shape
-    found = fraction_grid(values.ravel(), comma=True)
+    if not values.size:
+        return [""] * rows
+    flat = values.ravel()
+    found = fraction_grid(flat, comma=True)
     if found is None:
         return None
     grid, left = found
@@ -108,7 +111,6 @@ def fraction_rows(values: Tensor) -> list[str] | None:
     texts = grid.tobytes().translate(None, b"\0").decode("ascii").split(_ROW_END_TEXT)
     texts.pop()
     if left.size:
-        flat = values.ravel()
         for index, value in zip(left.tolist(), flat[left].tolist()):
             row, column = divmod(index, width)
             parts = texts[row].split(",")

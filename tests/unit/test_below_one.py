@@ -136,6 +136,7 @@ def test_rows_are_the_rule_texts_joined(width: int) -> None:
     values[7, 1] = -3.5e-07  # written with an exponent
     rows = below_one.fraction_rows(values)
     assert rows == [",".join(rule(row)) for row in values]
+    assert below_one.fraction_rows(np.zeros((3, 0))) == ["", "", ""]
 
 
 def test_tf_serving_answers_of_a_few_hundred_numbers_take_rows() -> None:
