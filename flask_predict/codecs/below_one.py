@@ -33,13 +33,10 @@ import numpy as np
 import orjson
 
 from ..types import Tensor
-from .digits import BLOCK, CELL, FEW_OTHERS, six_digits, write_decimal
+from .digits import BLOCK, CELL, FEW_OTHERS, FIXED_FROM, LOWEST, six_digits, write_decimal
 
-_LOWEST = -11
-"""The lowest exponent printed here: its 17 digits need 10**27, the last power of ten a
-long double holds exactly."""
-_FIXED_FROM = -4
-"""``%g`` writes exponents from -4 up without ``e``."""
+_LOWEST = LOWEST[17]
+"""The lowest exponent printed here, as in :mod:`digits`: its 17 digits need 10**27."""
 
 
 def _bound(exponent: int) -> float:
@@ -61,7 +58,7 @@ _SCALES = np.array([1] + [10 ** (16 - exponent) for exponent in _EXPONENTS] + [1
 """By decade: the power of ten that gives its values 17 digits (exact in a long double)."""
 _OTHER = np.array([True] + [False] * len(_EXPONENTS) + [True])
 """By decade: whether a value is not between 1e-11 and 1 in magnitude."""
-_LEADS = np.array([b"\0" * 6] + [b"\0" * 6 if exponent < _FIXED_FROM
+_LEADS = np.array([b"\0" * 6] + [b"\0" * 6 if exponent < FIXED_FROM
                                  else b"\0" + b"0." + b"0" * (-1 - exponent)
                                  for exponent in _EXPONENTS] + [b"\0" * 6], dtype="S6")
 """By decade, what comes before the digits: a place for the sign, then ``0.`` and zeros
@@ -84,15 +81,7 @@ _POINT = ord(".")
 def fraction_texts(values: Tensor) -> list[str] | None:
     """Each float64 value's text, as :func:`digits.write_decimal` prints it; ``None`` as
     :func:`fraction_grid` answers it."""
-    found = fraction_grid(values, comma=True)
-    if found is None:
-        return None
-    grid, left = found
-    texts = grid.tobytes().translate(None, b"\0").decode("ascii").split(",")
-    texts.pop()
-    for index, value in zip(left.tolist(), values[left].tolist()):
-        texts[index] = write_decimal(value, False)
-    return texts
+    return _joined_texts(values, 1)
 
 
 def fraction_rows(values: Tensor) -> list[str] | None:
@@ -102,20 +91,27 @@ def fraction_rows(values: Tensor) -> list[str] | None:
     rows, width = values.shape
     if not values.size:
         return [""] * rows
-    flat = values.ravel()
+    return _joined_texts(values.ravel(), width)
+
+
+def _joined_texts(flat: Tensor, width: int) -> list[str] | None:
+    """The texts of *flat*'s values, *width* of them joined by commas in each (split where
+    a row's last comma stood), the values the grid leaves printed by the rule."""
     found = fraction_grid(flat, comma=True)
     if found is None:
         return None
     grid, left = found
-    grid.reshape(rows, -1)[:, -1] = _ROW_END  # the last comma of each row
-    texts = grid.tobytes().translate(None, b"\0").decode("ascii").split(_ROW_END_TEXT)
+    end = ","
+    if width > 1:
+        grid.reshape(-1, width * grid.shape[1])[:, -1] = _ROW_END  # each row's last comma
+        end = _ROW_END_TEXT
+    texts = grid.tobytes().translate(None, b"\0").decode("ascii").split(end)
     texts.pop()
-    if left.size:
-        for index, value in zip(left.tolist(), flat[left].tolist()):
-            row, column = divmod(index, width)
-            parts = texts[row].split(",")
-            parts[column] = write_decimal(value, False)
-            texts[row] = ",".join(parts)
+    for index, value in zip(left.tolist(), flat[left].tolist()):
+        row, column = divmod(index, width)
+        parts = texts[row].split(",")
+        parts[column] = write_decimal(value, False)
+        texts[row] = ",".join(parts)
     return texts
 
 
@@ -183,7 +179,7 @@ def fraction_grid(values: Tensor, comma: bool) -> tuple[Tensor, Tensor] | None:
     if ends.size:  # trailing zeros: NULs
         field = lines["digits"]
         field[ends] = np.strings.rstrip(field[ends], b"0")
-    written = (decade < _ONE + _FIXED_FROM).nonzero()[0]
+    written = (decade < _ONE + FIXED_FROM).nonzero()[0]
     if written.size:
         _with_exponent(grid, written, decade[written])
     return grid, other.nonzero()[0]

@@ -52,13 +52,13 @@ _LONG_POWERS = np.cumprod(np.array([1] + [10] * 27, dtype=np.longdouble))
 """10**0..10**27, exact in a 64-bit mantissa (5**27 < 2**64)."""
 POWERS = np.array([float(10 ** i) for i in range(23)])
 """10**0..10**22: the powers of ten that are exact doubles."""
-_LOWEST = {9: -17, 17: -11}
+LOWEST = {9: -17, 17: -11}
 """The lowest decimal exponent printed here: 17 digits of 1e-11 need 10**27, and the
 ``%g`` candidate of a float32 at most 10**22."""
 _SCALES = {precision: _LONG_POWERS[[precision - 1 - (i if i < precision else i - width)
                                      for i in range(width)]]
            for precision, width in ((9, 9 + 17), (17, 17 + 11))}
-"""By exponent *e* (``_LOWEST`` up to *precision* - 1, negative ones counted from the
+"""By exponent *e* (``LOWEST`` up to *precision* - 1, negative ones counted from the
 end): 10**(precision - 1 - e), which scales a value to *precision* digits."""
 _NO_INDICES = np.zeros(0, dtype=np.intp)
 """What :func:`float_cells` answers when it leaves no value to the caller (read-only)."""
@@ -67,7 +67,7 @@ FEW_OTHERS = 16
 """Values of another layout (over one, under 1e-4) among values below one that are left to
 the caller's :func:`write_decimal` instead of numpy's calls on each layout (about 2 us
 each against about 30 us for the other layouts' calls, 200 values)."""
-_FIXED_FROM = -4
+FIXED_FROM = -4
 """``%g`` writes exponents from -4 up to (not including) its precision without ``e``."""
 _LEADS = np.array([b"", b"0.", b"0.0", b"0.00", b"0.000"])
 """What comes before the digits of a value with exponent -1..-4."""
@@ -139,7 +139,7 @@ def float_cells(values: Tensor, single: bool) -> tuple[Tensor, Tensor]:
     magnitude = np.abs(values)
     with np.errstate(all="ignore"):  # NaN and infinities fail every comparison: not usable
         exponent = np.floor(np.log10(magnitude))
-        usable = (exponent >= _LOWEST[precision]) & (exponent < precision)
+        usable = (exponent >= LOWEST[precision]) & (exponent < precision)
         exponent = np.where(usable, exponent, 0).astype(np.intp)
         scaled = magnitude.astype(np.longdouble) * _SCALES[precision][exponent]
         rounded = np.rint(scaled)
@@ -185,7 +185,7 @@ def six_digits(digits: Tensor, exponent: Tensor, usable: Tensor, magnitude: Tens
     short[carry] = 10 ** 5
     short_exponent = exponent[index] + carry
     shift = short_exponent - 5
-    power = POWERS[np.abs(shift)]  # shift is within -22..22 (see _LOWEST)
+    power = POWERS[np.abs(shift)]  # shift is within -22..22 (see LOWEST)
     candidate = np.where(shift >= 0, short * power, short / power)
     target = magnitude[index]
     back = (candidate.astype(np.float32) == target.astype(np.float32) if single
@@ -214,7 +214,7 @@ def _layout(digits: Tensor, exponent: Tensor, shown: Tensor | int,
     (a classifier's probabilities, a few under 1e-4), the others then left to the caller
     as well. The cells of values not printed are empty."""
     stripped = np.strings.rstrip(digits, b"0")  # never empty: the first digit is not 0
-    below_one = usable & (exponent < 0) & (exponent >= _FIXED_FROM)  # 0.000ddd
+    below_one = usable & (exponent < 0) & (exponent >= FIXED_FROM)  # 0.000ddd
     others = np.count_nonzero(usable) - np.count_nonzero(below_one)
     if others <= FEW_OTHERS:
         leads = _LEADS[np.where(below_one, -exponent, 0)]  # one join over the whole array
@@ -223,7 +223,7 @@ def _layout(digits: Tensor, exponent: Tensor, shown: Tensor | int,
             cells[~below_one] = b""
         return cells, below_one if others else usable
     cells = np.zeros(digits.size, dtype=CELL)
-    fixed = (exponent >= _FIXED_FROM) & (exponent < shown)
+    fixed = (exponent >= FIXED_FROM) & (exponent < shown)
     if below_one.any():
         cells[below_one] = np.strings.add(_LEADS[-exponent[below_one]], stripped[below_one])
     above_one = usable & fixed & (exponent >= 0)  # ddd.ddd, ddd.0
