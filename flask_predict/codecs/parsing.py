@@ -132,7 +132,7 @@ def _outside_strings(body: bytes) -> bytes:
 
 def check_depth(body: bytes, limit: int) -> None:
     """400 when the valid JSON *body* nests deeper than *limit* levels."""
-    if body.count(b"[") + body.count(b"{") > limit:  # else it cannot nest that deep
+    if _count_openings(body) > limit:  # else it cannot nest that deep
         depth = nesting_depth(body)
         if depth > limit:
             raise InvalidInput(f"JSON Parse error: nested too deeply ({depth} levels; the "
@@ -201,10 +201,30 @@ def number_matrix(body: bytes, key: str) -> Tensor | None:
     return flat.reshape(len(rows), width)
 
 
+NUMPY_COUNT_FROM = 4096
+"""From a body of this many bytes on, numpy's comparison counts a byte in it faster than
+``bytes.count``, which steps through the body a byte at a time (2.1x slower at 19 KB, 4.3x
+at 190 KB); below, numpy's set-up costs more than the whole count."""
+
+
 def _count_byte(body: bytes, byte: bytes) -> int:
-    """How often *byte* occurs in *body*: numpy's comparison, three times faster than
-    ``bytes.count`` on a large body."""
+    """How often *byte* occurs in *body*."""
+    if len(body) < NUMPY_COUNT_FROM:
+        return body.count(byte)
     return int(np.count_nonzero(np.frombuffer(body, dtype=np.uint8) == byte[0]))
+
+
+_OPENING = ord("{")
+_CASE_BIT = 0x20
+"""``[`` with this bit set is ``{``, and no other byte is."""
+
+
+def _count_openings(body: bytes) -> int:
+    """How many ``[`` and ``{`` *body* holds: one pass of numpy from
+    :data:`NUMPY_COUNT_FROM` bytes on."""
+    if len(body) < NUMPY_COUNT_FROM:
+        return body.count(b"[") + body.count(b"{")
+    return int(np.count_nonzero((np.frombuffer(body, dtype=np.uint8) | _CASE_BIT) == _OPENING))
 
 
 SMALL_BODY = 768
@@ -319,7 +339,7 @@ def _v2_inputs(body: bytes, inputs: Any, parsed: dict[str, Any]) -> list[Any]:
     fast = [(index, arrays) for index, (_, arrays) in enumerate(found) if arrays is not None]
     # values is the "inputs" array itself
     expected = _arrays_in(parsed) + _arrays_in(values) + sum(n for _, n in fast)
-    if fast and body.count(b"[") != expected:
+    if fast and _count_byte(body, b"[") != expected:
         for index, arrays in fast:
             if _brackets(inputs[index]["data"]) != arrays:
                 values[index] = _python(inputs[index])

@@ -210,6 +210,25 @@ def test_nesting_depth_counts_what_json_nests(text: str) -> None:
     assert codecs.nesting_depth(text.encode()) == depth(json.loads(text, object_pairs_hook=Pairs))
 
 
+@FUZZ
+@given(st.binary(max_size=64), st.sampled_from([1, 100, 200]))
+def test_bracket_counts_on_either_side_of_numpy(chunk: bytes, repeat: int) -> None:
+    """bytes.count below NUMPY_COUNT_FROM, numpy's comparison from it on: the same counts."""
+    body = (chunk + b"[{]}") * repeat
+    assert parsing._count_byte(body, b"[") == body.count(b"[")
+    assert parsing._count_openings(body) == body.count(b"[") + body.count(b"{")
+
+
+@pytest.mark.parametrize("padding", [0, parsing.NUMPY_COUNT_FROM])
+def test_check_depth_in_small_and_large_bodies(padding: int) -> None:
+    deep = b"[" * 40 + b" " * padding + b"]" * 40
+    codecs.check_depth(deep, 40)
+    with pytest.raises(InvalidInput, match="nested too deeply"):
+        codecs.check_depth(deep, 39)
+    wide = b"[" + b"{}," * 30 + b" " * padding + b"[[]]]"  # many brackets, three deep
+    codecs.check_depth(wide, 3)
+
+
 # --- sizes around simdjson's counts ---------------------------------------------------------
 
 def array_body(count: int, key: str | None = None) -> bytes:
