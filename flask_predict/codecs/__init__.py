@@ -24,8 +24,8 @@ from .examples import examples_to_rows
 from .parsing import (SIMDJSON_SAFE_BYTES, check_depth, loads, loads_v2_infer, nesting_depth,
                       number_matrix)
 from .printing import (Raw, array_text, b64_value, dumps, dumps_strict, dumps_tfserving,
-                       element_texts, float_texts, preview, row_template, row_texts,
-                       shortest_texts)
+                       element_texts, fill_rows, float_texts, preview, row_template,
+                       row_texts, shortest_texts)
 from .rows import (columns_to_tensors, is_named, json_type, matrix_to_tensors,
                    predictions_to_outputs, predictions_to_tensor, rows_to_tensors,
                    tensor_from_json, tensors_to_instances, tensors_to_rows)
@@ -34,7 +34,8 @@ __all__ = [
     "FLOAT_DATATYPES", "GRID_FROM", "INT64_MAX", "INT64_MIN", "NUMPY_TO_V2", "SIMDJSON_SAFE_BYTES",
     "TF_NAMES", "V2_TO_NUMPY", "array_text", "b64_bytes", "b64_decode", "b64_value", "block",
     "check_depth", "check_shape", "columns_to_tensors", "datatype_of", "dense_shape", "dumps",
-    "dumps_strict", "dumps_tfserving", "element_texts", "examples_to_rows", "float_texts",
+    "dumps_strict", "dumps_tfserving", "element_texts", "examples_to_rows", "fill_rows",
+    "float_texts",
     "has_booleans", "int_range", "is_b64", "is_named", "json_type", "json_value", "lines_text",
     "loads", "loads_v2_infer", "matrix_to_tensors", "nesting_depth", "number_matrix",
     "numpy_dtype", "object_array", "out_of_range", "predictions_to_outputs",

@@ -219,3 +219,13 @@ def test_v2_infer_body_with_a_nul_in_a_key_is_read_as_loads_reads_it() -> None:
     body = (b'{"x\\u0000": 1, "inputs": [{"name": "x", "shape": [2], "datatype": "FP32", '
             b'"data": [1.5, 2], "k\\u0000": 0}]}')
     assert codecs.loads_v2_infer(body) == codecs.loads(body)
+
+
+@pytest.mark.parametrize("row", ["%s", "[%s,%s]", '{"a%%s":%s,"b%%":[%s,%s]}', "[]", "[[],[]]",
+                                 "%%%s%%", '{"x":[[%s],[%s]]}'])
+@pytest.mark.parametrize("count", [0, 1, 2, 5])
+def test_fill_rows_answers_what_percent_does(row: str, count: int) -> None:
+    slots = row.replace("%%", "").count("%s")
+    texts = [f"t{index}%s" for index in range(slots * count)]  # a % in a text stays as it is
+    assert codecs.fill_rows(row, count, texts) == ("[" + ",".join([row] * count) + "]") % tuple(
+        texts)

@@ -99,9 +99,9 @@ def encode_predict(outputs: Mapping[str, Tensor], row_format: bool,
 def _rows_text(outputs: Mapping[str, Tensor], batch: int, exact: bool, numbers: int) -> str:
     """``[{"name": <row of each output>, ...}, ...]``: for *exact* numbers, a grid of one
     line per row (:func:`codecs.lines_text`) when the outputs hold enough of them (their
-    elements: *numbers*); else one ``%``-operation over a template with the names printed
-    once and a ``%s`` for each number (or for each row of an output that is not numbers),
-    each number's text TF Serving's (*exact*) or its shortest."""
+    elements: *numbers*); else a template with the names printed once and a ``%s`` for
+    each number (or for each row of an output that is not numbers), filled by
+    :func:`codecs.fill_rows`, each number's text TF Serving's (*exact*) or its shortest."""
     if exact and numbers >= codecs.GRID_FROM:
         text = _rows_grid(outputs, batch)
         if text is not None:
@@ -132,7 +132,7 @@ def _rows_text(outputs: Mapping[str, Tensor], batch: int, exact: bool, numbers: 
             for k in range(width):
                 items[offset + k::stride] = texts[k::width]
             offset += width
-    return ("[" + ",".join([row] * batch) + "]") % tuple(items)
+    return codecs.fill_rows(row, batch, items)
 
 
 def _rows_grid(outputs: Mapping[str, Tensor], batch: int) -> str | None:
