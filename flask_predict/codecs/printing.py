@@ -187,7 +187,7 @@ def fill_rows(row: str, count: int, texts: list[str]) -> str:
     with *texts* in order: what ``("[" + ",".join([row] * count) + "]") % tuple(texts)``
     answers, in one join of the texts and the template's pieces. ``%`` reads the whole
     template for every answer (130k instructions for 100 rows of two outputs, a third of
-    what printing their numbers costs); the join copies each text once (19k)."""
+    what printing their numbers costs); the join copies each text once (24k)."""
     if row == "%s":  # a row of one number: the texts alone
         return "[" + ",".join(texts) + "]"
     first, *pieces = _row_pieces(row)
