@@ -186,6 +186,15 @@ def test_to_array_refuses_booleans_for_numbers(values: object, datatype: str) ->
         codecs.to_array(values, datatype, "x")
 
 
+@pytest.mark.parametrize("values, expected", [
+    ([1.5, -2e-05, math.nan, math.inf], False),  # numbers print without "t" and "f"
+    (["tf", "fat", 1.0], False),  # "t" and "f" in strings: the tokens are searched for
+    ([1.0, True], True), ([[2.0], [False]], True), ([2**70, True], True),
+    (np.array([True]), True), (np.array([1.0]), False)])
+def test_has_booleans_finds_the_tokens_and_only_them(values: object, expected: bool) -> None:
+    assert codecs.has_booleans(values) is expected
+
+
 def test_to_array_refuses_floats_past_the_datatypes_range() -> None:
     with pytest.raises(InvalidInput, match="value out of range for FP32"):
         codecs.to_array([1e39], "FP32", "x")
