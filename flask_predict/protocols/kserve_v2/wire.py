@@ -193,10 +193,13 @@ def check_shape_limits(shape: tuple[int, ...], name: str, limits: Limits) -> Non
 def json_to_array(data: Any, datatype: str, shape: tuple[int, ...], name: str) -> Tensor:
     """JSON ``data``, nested or flat, as an array of *shape* (row-major). A flat list is
     counted before it is converted."""
+    counted = None
     if isinstance(data, list) and data and not isinstance(data[0], list):
-        _check_count(len(data), shape, name)
+        counted = len(data)
+        _check_count(counted, shape, name)
     array = codecs.to_array(data, datatype, name)
-    _check_count(array.size, shape, name)
+    if array.size != counted:  # nested data, or a flat list that did not stay flat
+        _check_count(array.size, shape, name)
     return array.reshape(shape)
 
 
@@ -211,7 +214,7 @@ def _shape(value: Any, name: str) -> tuple[int, ...]:
     if not isinstance(value, list):
         raise InvalidInput(f"input {name!r}: 'shape' must be a list of integers")
     for dim in value:
-        if isinstance(dim, bool) or not isinstance(dim, int):
+        if type(dim) is not int and (isinstance(dim, bool) or not isinstance(dim, int)):
             raise InvalidInput(f"input {name!r}: 'shape' must be a list of integers, "
                                f"got {codecs.preview(value)}")
         if dim < 0:
@@ -246,12 +249,14 @@ def decode_outputs(raw: Any, parameters: Mapping[str, Any]) -> tuple[list[str] |
         raise InvalidInput("'outputs' must be a list")
     names: list[str] = []
     for index, item in enumerate(raw):
-        if not isinstance(item, dict) or not isinstance(item.get("name"), str):
+        name = item.get("name") if isinstance(item, dict) else None
+        if not isinstance(name, str):
             raise InvalidInput(f"outputs[{index}] must be an object with a 'name'")
-        name = item["name"]
         if name in names:
             raise InvalidInput(f"output {name!r} is requested twice")
         names.append(name)
+        if "parameters" not in item:  # the usual request: a name alone
+            continue
         item_parameters = _parameters(item, "output", name)
         if "binary_data" in item_parameters:
             options.binary[name] = _flag(item_parameters, "binary_data", "output", name)
@@ -289,20 +294,23 @@ def _cast(array: Tensor, spec: TensorSpec, name: str) -> Tensor:
     target = codecs.V2_TO_NUMPY.get(spec.datatype)
     if target is None or target.kind == "O":
         return array  # BYTES in metadata: the model takes any type (custom predictors)
-    if array.dtype != target and (array.dtype.kind == "O" or
-                                  not np.can_cast(array.dtype, target, "same_kind")):
+    same = array.dtype == target
+    if not same and (array.dtype.kind == "O" or
+                     not np.can_cast(array.dtype, target, "same_kind")):
         raise InvalidInput(f"input {name!r}: the model expects {spec.datatype}, "
                            f"got {codecs.datatype_of(array)}")
     try:
         codecs.check_shape(array, spec)
     except InvalidInput:  # the same message, naming the input as the request does
         codecs.check_shape(array, replace(spec, name=name))
+    if same:
+        return array
     if target.kind in "iu" and array.size and array.dtype.kind in "iu":
         info = np.iinfo(target)
         if array.min() < info.min or array.max() > info.max:
             raise InvalidInput(f"input {name!r}: {codecs.datatype_of(array)} value out of "
                                f"range for {spec.datatype}")
-    return array if array.dtype == target else array.astype(target)
+    return array.astype(target)
 
 
 # --- responses ------------------------------------------------------------------------------
