@@ -110,8 +110,13 @@ class ModelService:
                                    f"{[spec.name for spec in signature.outputs]}")
         outputs = self.call(loaded, "predict", loaded.predictor.predict_tensors,
                             (request.inputs, request.outputs, request.signature))
-        if not isinstance(outputs, Mapping) or not all(
-                isinstance(v, np.ndarray) for v in outputs.values()):
+        arrays = type(outputs) is dict or isinstance(outputs, Mapping)  # dict: no ABC check
+        if arrays:
+            for value in outputs.values():  # a loop: all() over a generator costs more
+                if not isinstance(value, np.ndarray):
+                    arrays = False
+                    break
+        if not arrays:
             raise PredictorFailed(f"model {loaded.name!r} returned "
                                   f"{type(outputs).__name__}, not a mapping of arrays")
         return InferenceResponse(loaded.name, loaded.version, dict(outputs))

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from types import MappingProxyType
 from typing import Any, Mapping, Sequence
 
 import numpy as np
@@ -38,6 +39,10 @@ class Fragile(Predictor):
         (x,) = inputs.values()
         if x.size and x.flat[0] < 0:
             return [1, 2]  # type: ignore[return-value]  # a broken plugin
+        if x.size and x.flat[0] == 0:
+            return {"predictions": x, "labels": [0]}  # type: ignore[dict-item]  # not an array
+        if x.size and x.flat[0] == 3:
+            return MappingProxyType({"predictions": x * 2})  # type: ignore[return-value]
         return {"predictions": x * 2}
 
 
@@ -86,6 +91,10 @@ def test_tensor_door(state: PredictState) -> None:
         assert response.outputs["predictions"].tolist() == [2.0, 4.0]
         with pytest.raises(PredictorFailed, match="not a mapping of arrays"):
             service.predict(loaded, InferenceRequest("f", {"x": np.array([-1.0])}))
+        with pytest.raises(PredictorFailed, match="dict, not a mapping of arrays"):
+            service.predict(loaded, InferenceRequest("f", {"x": np.array([0.0])}))
+        mapped = service.predict(loaded, InferenceRequest("f", {"x": np.array([3.0])}))
+        assert type(mapped.outputs) is dict and mapped.outputs["predictions"].tolist() == [6.0]
     assert loaded.uses == 0
 
 
