@@ -18,6 +18,7 @@ from ..types import Tensor
 from . import digits
 from .below_one import fraction_cells
 from .digits import CELL, print_floats
+from .dtypes import FLOAT32, FLOAT64, FLOATS
 
 GRID_FROM = 512
 """From this many numbers in an answer on, it is laid out here."""
@@ -32,14 +33,14 @@ def number_cells(array: Tensor) -> Tensor | None:
     trimmed to the longest text (a float64 fraction's holds NULs inside it too, which
     :func:`lines_text` drops with the padding); ``None`` for a type this does not print
     (strings, objects, float16, integers past 10**18)."""
-    values = np.ravel(array)
+    values = array.ravel()
     if not values.size:
         return np.zeros(0, dtype="S1") if array.dtype.kind in "biuf" else None
-    if array.dtype == np.float64:
+    if array.dtype == FLOAT64:
         fractions = fraction_cells(values)  # NULs inside a cell: lines_text drops them
         cells = print_floats(values, False) if fractions is None else fractions
-    elif array.dtype in (np.float32, np.float64):
-        cells = print_floats(values, array.dtype == np.float32)
+    elif array.dtype in FLOATS:
+        cells = print_floats(values, array.dtype == FLOAT32)
     elif array.dtype.kind == "b":
         cells = np.where(values, b"true", b"false").astype(CELL)
     elif array.dtype.kind in "iu" and values.min() >= 0 and values.max() <= 9:

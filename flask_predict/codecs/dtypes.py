@@ -36,6 +36,11 @@ try:  # bfloat16 exists in numpy only through ml_dtypes (installed with TensorFl
 except ImportError:  # pragma: no cover - depends on what is installed
     pass
 
+FLOAT32, FLOAT64 = V2_TO_NUMPY["FP32"], V2_TO_NUMPY["FP64"]
+FLOATS = (FLOAT32, FLOAT64)
+"""float32 and float64 as dtypes: a comparison with one costs a third of a comparison with
+``np.float64``, which numpy turns into a dtype each time (a hot path's few comparisons)."""
+
 NUMPY_TO_V2: dict[np.dtype[Any], str] = {dtype: name for name, dtype in V2_TO_NUMPY.items()}
 
 FLOAT_DATATYPES = ("FP16", "FP32", "FP64", "BF16")

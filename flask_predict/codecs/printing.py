@@ -31,6 +31,7 @@ from . import digits
 from .below_one import fraction_rows, fraction_texts
 from .cells import GRID_FROM, block, lines_text
 from .digits import print_floats, write_decimal
+from .dtypes import FLOAT32, FLOAT64, FLOATS
 from .singles import single_text
 
 
@@ -65,7 +66,7 @@ def _plain(value: Any) -> Any:
     # float32 values keep their shortest float32 text (2.05, not 2.049999952316284), as
     # orjson prints them on the fast path
     if isinstance(value, np.ndarray):
-        if value.dtype == np.float32:
+        if value.dtype == FLOAT32:
             return value.astype(str).astype(np.float64).tolist()
         return value.tolist()
     if isinstance(value, np.float32):
@@ -115,13 +116,13 @@ def float_texts(array: Tensor) -> list[str]:
     :func:`singles.single_text`, a few hundred float32 it leaves by
     :func:`digits.percent_texts`, float64 between 1e-11 and 1 (probabilities) by
     :func:`below_one.fraction_texts`, else :func:`digits.print_floats`."""
-    single = array.dtype == np.float32
+    single = array.dtype == FLOAT32
     if array.size <= _SMALL or not digits.VECTORISED:  # tolist: float32 values as doubles
-        return [write_decimal(value, single) for value in np.ravel(array).tolist()]
-    text = _singles(np.ravel(array))
+        return [write_decimal(value, single) for value in array.ravel().tolist()]
+    text = _singles(array.ravel())
     if text is not None:
         return text[1:-1].decode("ascii").split(",")
-    values = np.ravel(array).astype(np.float64, copy=False)
+    values = array.ravel().astype(np.float64, copy=False)
     if single and values.size < _PERCENT_BELOW:
         percent = digits.percent_texts(values.tolist(), single)
         if percent is not None:
@@ -140,7 +141,7 @@ def row_texts(array: Tensor) -> list[str] | None:
     probabilities) as its numbers' texts joined by commas, as TF Serving prints them, by
     :func:`below_one.fraction_rows`: a template's ``[%s]`` takes a row whole. ``None``
     where that does not print it (the caller prints its numbers one by one)."""
-    if (array.dtype != np.float64 or array.ndim != 2 or array.shape[1] < 2
+    if (array.dtype != FLOAT64 or array.ndim != 2 or array.shape[1] < 2
             or array.size <= _SMALL or not digits.VECTORISED):
         return None
     return fraction_rows(array)
@@ -149,7 +150,7 @@ def row_texts(array: Tensor) -> list[str] | None:
 def _singles(array: Tensor) -> bytes | None:
     """*array*'s text from :func:`singles.single_text` when it is float32 of
     :data:`_SINGLES_FROM` values or more (and numpy has the string functions it uses)."""
-    if array.dtype != np.float32 or array.size < _SINGLES_FROM or not digits.VECTORISED:
+    if array.dtype != FLOAT32 or array.size < _SINGLES_FROM or not digits.VECTORISED:
         return None
     return single_text(array)
 
@@ -190,6 +191,8 @@ def fill_rows(row: str, count: int, texts: list[str]) -> str:
     what printing their numbers costs); the join copies each text once (24k)."""
     if row == "%s":  # a row of one number: the texts alone
         return "[" + ",".join(texts) + "]"
+    if count == 1:  # the usual online answer: one short template, where % costs half
+        return "[" + row % tuple(texts) + "]"
     first, *pieces = _row_pieces(row)
     if not count or not pieces:  # no rows, or rows without a slot
         return "[" + ",".join([first] * count) + "]"
@@ -223,17 +226,17 @@ def _row_pieces(row: str) -> tuple[str, ...]:
 
 def element_texts(array: Tensor) -> list[str]:
     """Each element's JSON text, flattened row-major."""
-    if array.dtype in (np.float32, np.float64):
+    if array.dtype in FLOATS:
         return float_texts(array)
     if array.dtype.kind in "iu" and array.size <= _SMALL:
-        return list(map(str, np.ravel(array).tolist()))
+        return list(map(str, array.ravel().tolist()))
     if array.dtype.kind in "biu":  # orjson prints the whole array in C: split its text
         if not array.size:
             return []
-        text = orjson.dumps(np.ravel(array), option=orjson.OPT_SERIALIZE_NUMPY).decode()
+        text = orjson.dumps(array.ravel(), option=orjson.OPT_SERIALIZE_NUMPY).decode()
         return text[1:-1].split(",")
     return [orjson.dumps(v, option=orjson.OPT_SERIALIZE_NUMPY).decode()
-            for v in np.ravel(array).tolist()]
+            for v in array.ravel().tolist()]
 
 
 def shortest_texts(array: Tensor) -> list[str]:
@@ -241,7 +244,7 @@ def shortest_texts(array: Tensor) -> list[str]:
     array: the shortest text that reads back, ``NaN`` and ``Infinity`` as tokens."""
     if not array.size:
         return []
-    return dumps(np.ravel(array)).decode("ascii")[1:-1].split(",")
+    return dumps(array.ravel()).decode("ascii")[1:-1].split(",")
 
 
 def dumps_tfserving(obj: Any, exact: bool = True) -> bytes:

@@ -23,7 +23,7 @@ import orjson
 from ..errors import InvalidInput, PredictorFailed, Unimplemented
 from ..types import Signature, Tensor, TensorSpec
 from .arrays import b64_bytes, dense_shape, has_booleans, is_b64, json_value, object_array
-from .dtypes import INT64_MAX, INT64_MIN, TF_NAMES, V2_TO_NUMPY, out_of_range
+from .dtypes import FLOAT64, INT64_MAX, INT64_MIN, TF_NAMES, V2_TO_NUMPY, out_of_range
 from .printing import dumps, preview
 
 _INT32 = (-(2**31), 2**31 - 1)
@@ -310,7 +310,7 @@ def matrix_to_tensors(matrix: Tensor, signature: Signature) -> dict[str, Tensor]
     if len(signature.inputs) != 1:
         return None
     spec = signature.inputs[0]
-    if spec.datatype == "FP64" and matrix.dtype == np.float64:
+    if spec.datatype == "FP64" and matrix.dtype == FLOAT64:
         return {spec.name: matrix}
     if spec.datatype not in _LOSSLESS or not _lossless(matrix, spec.datatype):
         return None

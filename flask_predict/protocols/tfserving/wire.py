@@ -163,7 +163,7 @@ def _value(array: Tensor, name: str) -> Any:
         return codecs.json_value(array, name)
     if array.dtype.kind != "f":
         raise InvalidInput(f"Failed to write JSON value for tensor type: {array.dtype}")
-    if array.dtype == np.float16:
+    if array.dtype.itemsize == 2:  # float16 (kind "f"); bfloat16 is kind "V"
         raise InvalidInput("Failed to write JSON value for tensor type: half")
     return array
 
