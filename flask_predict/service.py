@@ -110,13 +110,13 @@ class ModelService:
                                    f"{[spec.name for spec in signature.outputs]}")
         outputs = self.call(loaded, "predict", loaded.predictor.predict_tensors,
                             (request.inputs, request.outputs, request.signature))
-        arrays = type(outputs) is dict or isinstance(outputs, Mapping)  # dict: no ABC check
-        if arrays:
+        mapping_of_arrays = type(outputs) is dict or isinstance(outputs, Mapping)  # dict: no ABC
+        if mapping_of_arrays:
             for value in outputs.values():  # a loop: all() over a generator costs more
                 if not isinstance(value, np.ndarray):
-                    arrays = False
+                    mapping_of_arrays = False
                     break
-        if not arrays:
+        if not mapping_of_arrays:
             raise PredictorFailed(f"model {loaded.name!r} returned "
                                   f"{type(outputs).__name__}, not a mapping of arrays")
         return InferenceResponse(loaded.name, loaded.version, dict(outputs))

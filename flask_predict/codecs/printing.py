@@ -188,7 +188,8 @@ def fill_rows(row: str, count: int, texts: list[str]) -> str:
     with *texts* in order: what ``("[" + ",".join([row] * count) + "]") % tuple(texts)``
     answers, in one join of the texts and the template's pieces. ``%`` reads the whole
     template for every answer (130k instructions for 100 rows of two outputs, a third of
-    what printing their numbers costs); the join copies each text once (24k)."""
+    what printing their numbers costs); the join copies each text once (24k). One row is
+    filled by ``%`` itself: its template is short, and there the join costs twice as much."""
     if row == "%s":  # a row of one number: the texts alone
         return "[" + ",".join(texts) + "]"
     if count == 1:  # the usual online answer: one short template, where % costs half

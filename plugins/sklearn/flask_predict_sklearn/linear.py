@@ -6,6 +6,7 @@ from typing import Any
 
 import numpy as np
 
+from flask_predict.codecs import FLOATS
 from flask_predict.types import Tensor
 
 
@@ -54,5 +55,3 @@ def plain_finite(features: Tensor) -> bool:
     same ``X @ coef_.T`` (float32 rows are multiplied as they are, as there)."""
     return features.dtype in FLOATS and bool(np.isfinite(features).all())
 
-
-FLOATS = (np.dtype(np.float64), np.dtype(np.float32))
