@@ -245,6 +245,9 @@ def test_v2_errors_are_status_codes_with_the_rest_message(
         server: GrpcGunicornServer, triton: Any, v2: Any) -> None:
     cases = [("nope", "FP64", ROWS, grpc.StatusCode.NOT_FOUND, 404),
              ("iris", "FP64", ROWS[:, :3].copy(), grpc.StatusCode.INVALID_ARGUMENT, 400),
+             # past float32's range: refused, not cast to infinity
+             ("xgb", "FP64", np.array([[1e300, 0.1, 0.2, 0.3]]),
+              grpc.StatusCode.INVALID_ARGUMENT, 400),
              ("mirror", "BYTES", np.array([b"fail"], dtype=object), grpc.StatusCode.INTERNAL,
               500)]
     for model, datatype, array, code, http in cases:

@@ -172,6 +172,9 @@ ERRORS = [
     (predict_pb2.PredictRequest(), grpc.StatusCode.INVALID_ARGUMENT, "Missing ModelSpec"),
     (predict_request("iris", {"inputs": ROWS.astype(np.int64)[:, :3]}),
      grpc.StatusCode.INVALID_ARGUMENT, "expected shape [-1, 4], got [3, 3]"),
+    # a double past float32's range is refused, not cast to infinity
+    (predict_request("half_plus_two", {"x": np.array([1e300])}),
+     grpc.StatusCode.INVALID_ARGUMENT, "input 'x': a value is out of range for DT_FLOAT"),
 ]
 
 

@@ -310,6 +310,9 @@ def _cast(array: Tensor, spec: TensorSpec, name: str) -> Tensor:
         if array.min() < info.min or array.max() > info.max:
             raise InvalidInput(f"input {name!r}: {codecs.datatype_of(array)} value out of "
                                f"range for {spec.datatype}")
+    elif target.kind in "fV" and target.itemsize < 8 and codecs.too_large(array, target):
+        raise InvalidInput(f"input {name!r}: {codecs.datatype_of(array)} value out of range "
+                           f"for {spec.datatype}")  # the cast would make it infinite
     return array.astype(target)
 
 
