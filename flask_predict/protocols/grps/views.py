@@ -26,7 +26,7 @@ from ...shared_state import StateDir
 from ...state import EXTENSION_KEY, PredictState, get_state
 from ...traffic import Samples, Snapshot, Totals
 from .._http import (as_predict_error, error_handler, json_response, number_matrix, parse_json,
-                     read_body, read_json)
+                     read_body, read_json, wsgi_environ)
 from . import dispatch, wire
 
 bp = Blueprint("predict_grps", __name__)
@@ -128,7 +128,7 @@ def _ndarray_message(body: bytes) -> wire.GrpsRequest | None:
 
 
 def _is_binary_body() -> bool:
-    if request.environ.get("CONTENT_TYPE") == "application/json":  # the usual case, unparsed
+    if wsgi_environ().get("CONTENT_TYPE") == "application/json":  # the usual case, unparsed
         return False
     if not request.content_type:
         raise InvalidInput("No content type in headers.")
@@ -144,7 +144,7 @@ def _query() -> Mapping[str, str]:
     """The query's parameters (the first value of each, as ``request.args.get`` gives); none
     (and no parse) without a query string. An ASCII query string is parsed as Werkzeug
     parses it, without the multi-dict it builds (a third of the cost)."""
-    query = request.environ.get("QUERY_STRING")
+    query = wsgi_environ().get("QUERY_STRING")
     if not query:
         return {}
     if not query.isascii():

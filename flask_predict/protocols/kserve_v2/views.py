@@ -20,7 +20,7 @@ from ...auth import admin_only
 from ...errors import InvalidInput, ModelNotFound
 from ...record import current_request
 from ...state import get_state
-from .._http import error_handler, json_error, parse_json, read_body
+from .._http import error_handler, json_error, parse_json, read_body, wsgi_environ
 from . import binary, repository_ext, statistics, wire
 
 bp = Blueprint("predict_kserve_v2", __name__)
@@ -72,7 +72,7 @@ def model_metadata(model: str, version: str | None = None) -> ResponseReturnValu
 @bp.post("/v2/models/<model>/versions/<version>/infer")
 def infer(model: str, version: str | None = None) -> ResponseReturnValue:
     state = get_state()
-    head, raw = binary.split_body(read_body(), request.environ.get(binary.HEADER_LENGTH_KEY))
+    head, raw = binary.split_body(read_body(), wsgi_environ().get(binary.HEADER_LENGTH_KEY))
     with state.service.use(model, version) as loaded:
         decoded = wire.decode_infer(parse_json(head, codecs.loads_v2_infer), raw, model,
                                     str(loaded.version), loaded.metadata.signature,
