@@ -21,7 +21,7 @@ from ...errors import InvalidInput, ModelNotFound
 from ...record import current_request
 from ...state import get_state
 from .._http import error_handler, json_error, parse_json, read_body, wsgi_environ
-from . import binary, repository_ext, statistics, wire
+from . import binary, plain, repository_ext, statistics, wire
 
 bp = Blueprint("predict_kserve_v2", __name__)
 
@@ -74,9 +74,10 @@ def infer(model: str, version: str | None = None) -> ResponseReturnValue:
     state = get_state()
     head, raw = binary.split_body(read_body(), wsgi_environ().get(binary.HEADER_LENGTH_KEY))
     with state.service.use(model, version) as loaded:
-        decoded = wire.decode_infer(parse_json(head, codecs.loads_v2_infer), raw, model,
-                                    str(loaded.version), loaded.metadata.signature,
-                                    state.settings.limits)
+        args = (parse_json(head, codecs.loads_v2_infer), raw, model, str(loaded.version),
+                loaded.metadata.signature, state.settings.limits)
+        # the usual body by the plain path; any other (and every error) by the full decode
+        decoded = plain.decode_plain(head, *args) or wire.decode_infer(*args)
         if (record := current_request.get()) is not None:
             record.adopt_id(decoded.request_id)  # the body's "id" names the request in the log
         result = state.service.predict(loaded, decoded.request)

@@ -1,0 +1,105 @@
+"""The usual small ``/infer`` body decoded in one pass.
+
+Most requests have one input, of the model's own floating-point datatype, with flat
+``data``; outputs named alone (or none); no ``parameters`` and no binary data. For such a
+body :func:`decode_plain` answers what :func:`.wire.decode_infer` answers, checking only
+what can differ there, and leaves every other body to it: ``None`` whenever the body is
+not of that form or is wrong in any way, so every error still comes from the full decode,
+in its order and words. A body whose text holds no ``true`` and no ``false`` holds no
+booleans, so its numbers need no search for them (``codecs.has_booleans``). A one-row request takes about half the decode's instructions
+(``benchmarks/README.md``, "Instructions per request").
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any, Literal
+
+import numpy as np
+
+from ... import codecs
+from ...errors import InvalidInput
+from ...types import InferenceRequest, Limits, Signature, Tensor
+from .wire import DecodedInfer, OutputOptions
+
+DATATYPES = ("FP32", "FP64")
+"""Input datatypes the plain path takes (when the model's input has the same)."""
+
+
+def decode_plain(text: bytes, header: Any, binary: bytes, model: str, version: str,
+                 signature: Signature, limits: Limits | None = None) -> DecodedInfer | None:
+    """:func:`.wire.decode_infer`'s answer for the usual body (*header* parsed from its
+    JSON *text*), else ``None``."""
+    if (binary or type(header) is not dict or "parameters" in header
+            or b"true" in text or b"false" in text):
+        return None
+    raw_inputs, request_id = header.get("inputs"), header.get("id")
+    if (type(raw_inputs) is not list or len(raw_inputs) != 1 or len(signature.inputs) != 1
+            or (request_id is not None and type(request_id) is not str)):
+        return None
+    spec, raw = signature.inputs[0], raw_inputs[0]
+    # exactly the four keys: each is looked up and checked below
+    if type(raw) is not dict or len(raw) != 4 or spec.datatype not in DATATYPES:
+        return None
+    name, datatype, shape, data = raw.get("name"), raw.get("datatype"), raw.get("shape"), \
+        raw.get("data")
+    if (datatype != spec.datatype or type(name) is not str or not name
+            or type(shape) is not list or type(data) is not list or not data
+            or type(data[0]) is list):
+        return None
+    for dim in shape:
+        if type(dim) is not int or dim < 0:
+            return None
+    count = len(data)
+    if math.prod(shape) != count or (limits is not None and (
+            (shape and shape[0] > limits.max_instances) or count > limits.max_tensor_elements)):
+        return None
+    names = _output_names(header.get("outputs"))
+    if names is False:
+        return None
+    array = _numbers(data, datatype, name, count)
+    if array is None:
+        return None
+    array = array.reshape(shape)
+    try:
+        codecs.check_shape(array, spec)
+    except InvalidInput:
+        return None
+    request = InferenceRequest(model=model, version=version, inputs={spec.name: array},
+                               outputs=names, parameters={})
+    return DecodedInfer(request, request_id, OutputOptions())
+
+
+def _numbers(data: list[Any], datatype: str, name: str, count: int) -> Tensor | None:
+    """``codecs.to_array(data, datatype, name)`` for flat *data* of *count* items in a body
+    with no booleans; ``None`` where that refuses them, or where they are not flat."""
+    if datatype == "FP64":  # numbers alone: to_array's asarray and astype, nothing to check
+        try:
+            numbers = np.asarray(data)
+        except (ValueError, TypeError):  # a list among them
+            return None
+        if numbers.dtype.kind in "fiu" and numbers.ndim == 1:
+            return numbers.astype(codecs.FLOAT64, copy=False)
+    try:  # anything else (null, strings; float32's range check): to_array's own steps
+        array = codecs.to_array(data, datatype, name)
+    except InvalidInput:
+        return None
+    return array if array.size == count else None
+
+
+def _output_names(raw: Any) -> list[str] | None | Literal[False]:
+    """The requested output names when each is an object with a name alone (``None``: no
+    ``outputs``); ``False`` for anything else."""
+    if raw is None:
+        return None
+    if type(raw) is not list:
+        return False
+    names: list[str] = []
+    for item in raw:
+        if type(item) is not dict or len(item) != 1:
+            return False
+        name = item.get("name")
+        if type(name) is not str or name in names:
+            return False
+        names.append(name)
+    return names
