@@ -20,6 +20,7 @@ from typing import Any, Mapping, Sequence
 import numpy as np
 
 from flask_predict import FailedPrecondition, InvalidInput, ModelMetadata, Predictor, deadline
+from flask_predict.codecs import out_of_range, too_large
 from flask_predict.errors import DeadlineExceeded
 from flask_predict.types import (Classification, Example, InferenceRequest, Signature,
                                  Tensor, TensorSpec)
@@ -233,7 +234,15 @@ def _feed_value(tensor: tf.Tensor, value: Tensor) -> Tensor:
         return value
     if value.dtype.kind in "OSU":
         raise InvalidInput(f"input {tensor.name}: expected {dtype.name} values, got strings")
-    return value.astype(dtype.as_numpy_dtype, copy=False)
+    target = np.dtype(dtype.as_numpy_dtype)
+    if value.dtype != target:  # a cast that would change a value is refused, never made
+        if not np.can_cast(value.dtype, target, "same_kind"):  # fractions for integers
+            raise InvalidInput(f"input {tensor.name}: expected {dtype.name} values, got "
+                               f"{value.dtype.name}")
+        if out_of_range(value, target) or (
+                target.kind in "fV" and target.itemsize < 8 and too_large(value, target)):
+            raise InvalidInput(f"input {tensor.name}: a value is out of range for {dtype.name}")
+    return value.astype(target, copy=False)
 
 
 def _signature(sig: meta_graph_pb2.SignatureDef) -> Signature:

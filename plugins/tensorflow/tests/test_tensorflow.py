@@ -125,6 +125,15 @@ def test_errors_are_client_errors(multi: TensorFlowPredictor,
         multi.predict_tensors({"x": floats(1.0)})
     with pytest.raises(InvalidInput, match="expected float32 values, got strings"):
         half_plus_two.predict_tensors({"x": np.array([b"a"], object)})
+    # a cast that would change a value is refused: infinity, a fraction cut, a wrapped integer
+    with pytest.raises(InvalidInput, match="a value is out of range for float"):
+        half_plus_two.predict_tensors({"x": np.array([1e300, 1.0])})
+    with pytest.raises(InvalidInput, match="expected int32 values, got float64"):
+        multi.predict_tensors({"n": np.array([1.5, 2.0])}, None, "ints")
+    with pytest.raises(InvalidInput, match="a value is out of range for int32"):
+        multi.predict_tensors({"n": np.array([2 ** 40])}, None, "ints")
+    assert half_plus_two.predict_tensors({"x": np.array([1.0, 2])})["y"].tolist() == [2.5, 3.0]
+    assert multi.predict_tensors({"n": np.array([True, 2])}, None, "ints")["m"].tolist() == [2, 3]
     with pytest.raises(InvalidInput, match="int64"):  # ParseExample's own message
         half_plus_two.regress([{"x": np.array([2], np.int64)}], "regress_x_to_y")
     with pytest.raises(InvalidInput, match="No regression outputs found"):
