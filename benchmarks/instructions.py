@@ -54,20 +54,27 @@ def child(models_dir: Path, route: str, model: str, rows: int, calls: int) -> No
         call()
 
 
+HASH_SEED = "0"
+"""Every child hashes strings with the same seed: a dict's probes, and so the instructions
+of a look-up, depend on it (two runs of the same tree differed by 25k instructions a
+request with random seeds)."""
+
+
 def instructions(models_dir: Path, route: str, model: str, rows: int, calls: int) -> int:
     """The user-space instructions of one child process."""
     child_command = [sys.executable, __file__, "--child", str(models_dir), route, model,
                      str(rows), str(calls)]
+    env = {**os.environ, "PYTHONHASHSEED": HASH_SEED}
     if perf_counts():
         done = subprocess.run(["perf", "stat", "-x,", "-e", "instructions:u", *child_command],
-                              capture_output=True, text=True, check=True)
+                              capture_output=True, text=True, check=True, env=env)
         for line in done.stderr.splitlines():
             fields = line.split(",")
             if len(fields) > 2 and fields[2].startswith("instructions"):
                 return int(fields[0])
         raise RuntimeError(f"no instruction count from perf: {done.stderr[-2000:]}")
     done = subprocess.run(["valgrind", "--tool=callgrind", "--callgrind-out-file=/dev/null",
-                           *child_command], capture_output=True, text=True, check=True)
+                           *child_command], capture_output=True, text=True, check=True, env=env)
     for line in done.stderr.splitlines():
         if "Collected :" in line:
             return int(line.split(":")[-1])
