@@ -16,7 +16,7 @@ Callers use ``from flask_predict import codecs`` and ``codecs.<name>``.
 from __future__ import annotations
 
 from .arrays import (b64_bytes, b64_decode, check_shape, dense_shape, has_booleans, is_b64,
-                     json_value, object_array, to_array, too_large)
+                     json_value, object_array, past_range, to_array)
 from .cells import GRID_FROM, block, lines_text
 from .dtypes import (FLOAT32, FLOAT64, FLOAT_DATATYPES, FLOATS, INT64_MAX, INT64_MIN, NUMPY_TO_V2, TF_NAMES, V2_TO_NUMPY,
                      datatype_of, int_range, numpy_dtype, out_of_range)
@@ -38,8 +38,7 @@ __all__ = [
     "float_texts",
     "has_booleans", "int_range", "is_b64", "is_named", "json_type", "json_value", "lines_text",
     "loads", "loads_v2_infer", "matrix_to_tensors", "nesting_depth", "number_matrix",
-    "numpy_dtype", "object_array", "out_of_range", "predictions_to_outputs",
+    "numpy_dtype", "object_array", "out_of_range", "past_range", "predictions_to_outputs",
     "predictions_to_tensor", "preview", "Raw", "row_template", "row_texts", "rows_to_tensors",
     "shortest_texts", "tensor_from_json", "tensors_to_instances", "tensors_to_rows", "to_array",
-    "too_large",
 ]

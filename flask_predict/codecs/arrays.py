@@ -103,14 +103,22 @@ def to_array(values: Any, datatype: str, name: str) -> Tensor:
             raise InvalidInput(f"input {name!r}: expected {datatype} integers, got fractions")
         if out_of_range(array, dtype):
             raise InvalidInput(f"input {name!r}: value out of range for {datatype}")
-    elif dtype.itemsize < 8 and too_large(array, dtype):
+    elif dtype.itemsize < 8 and _too_large(array, dtype):
         raise InvalidInput(f"input {name!r}: value out of range for {datatype}")
     return array.astype(dtype, copy=False)
 
 
-def too_large(array: Tensor, dtype: np.dtype[Any]) -> bool:
-    """Whether a finite number of *array* is past the largest of float *dtype* (a cast
-    would make it infinite)."""
+def past_range(array: Tensor, dtype: np.dtype[Any]) -> bool:
+    """Whether casting numeric *array* to *dtype* would change a value's magnitude: an
+    integer past an integer type's range (it would wrap), a finite number past a float
+    type's largest (it would become infinite)."""
+    if dtype.kind in "iu":
+        return out_of_range(array, dtype)
+    return dtype.kind in "fV" and dtype.itemsize < 8 and _too_large(array, dtype)
+
+
+def _too_large(array: Tensor, dtype: np.dtype[Any]) -> bool:
+    """Whether a finite number of *array* is past the largest of float *dtype*."""
     if not array.size:
         return False
     largest = _largest(dtype)

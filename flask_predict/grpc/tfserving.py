@@ -187,7 +187,7 @@ def _fit(array: Tensor, spec: TensorSpec, alias: str) -> Tensor:
         raise InvalidInput(f"input {alias!r}: the signature expects "
                            f"{wire.V2_TO_DT.get(spec.datatype, spec.datatype)}, got "
                            f"{wire.V2_TO_DT.get(codecs.datatype_of(array))}")
-    if target.kind in "fV" and target.itemsize < 8 and codecs.too_large(array, target):
+    if codecs.past_range(array, target):
         raise InvalidInput(f"input {alias!r}: a value is out of range for "
                            f"{wire.V2_TO_DT.get(spec.datatype, spec.datatype)}")
     return array.astype(target)

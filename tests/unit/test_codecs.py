@@ -238,3 +238,21 @@ def test_fill_rows_answers_what_percent_does(row: str, count: int) -> None:
     texts = [f"t{index}%s" for index in range(slots * count)]  # a % in a text stays as it is
     assert codecs.fill_rows(row, count, texts) == ("[" + ",".join([row] * count) + "]") % tuple(
         texts)
+
+
+def test_past_range_is_what_a_cast_would_change() -> None:
+    """Integers that would wrap, finite numbers that would become infinite; never NaN or
+    infinity themselves, never a cast to float64."""
+    import ml_dtypes
+
+    dtype = np.dtype
+    assert codecs.past_range(np.array([2 ** 31]), dtype(np.int32))
+    assert not codecs.past_range(np.array([2 ** 31 - 1, -2 ** 31]), dtype(np.int32))
+    assert codecs.past_range(np.array([-1]), dtype(np.uint8))
+    assert codecs.past_range(np.array([2 ** 63], np.uint64), dtype(np.int64))
+    assert codecs.past_range(np.array([1e300, 1.0]), dtype(np.float32))
+    assert codecs.past_range(np.array([70000]), dtype(np.float16))
+    assert codecs.past_range(np.array([1e39]), dtype(ml_dtypes.bfloat16))
+    assert not codecs.past_range(np.array([3e38, np.nan, np.inf, -np.inf]), dtype(np.float32))
+    assert not codecs.past_range(np.array([1e308]), dtype(np.float64))
+    assert not codecs.past_range(np.array([], np.float64), dtype(np.float16))

@@ -6,7 +6,8 @@ body :func:`decode_plain` answers what :func:`.wire.decode_infer` answers, check
 what can differ there, and leaves every other body to it: ``None`` whenever the body is
 not of that form or is wrong in any way, so every error still comes from the full decode,
 in its order and words. A body whose text holds no ``true`` and no ``false`` holds no
-booleans, so its numbers need no search for them (``codecs.has_booleans``). A one-row request takes about half the decode's instructions
+booleans, so its numbers need no search for them (``codecs.has_booleans``). A one-row
+request takes 0.95x the instructions it took through the full decode alone
 (``benchmarks/README.md``, "Instructions per request").
 """
 

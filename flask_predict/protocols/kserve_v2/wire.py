@@ -305,14 +305,9 @@ def _cast(array: Tensor, spec: TensorSpec, name: str) -> Tensor:
         codecs.check_shape(array, replace(spec, name=name))
     if same:
         return array
-    if target.kind in "iu" and array.size and array.dtype.kind in "iu":
-        info = np.iinfo(target)
-        if array.min() < info.min or array.max() > info.max:
-            raise InvalidInput(f"input {name!r}: {codecs.datatype_of(array)} value out of "
-                               f"range for {spec.datatype}")
-    elif target.kind in "fV" and target.itemsize < 8 and codecs.too_large(array, target):
+    if codecs.past_range(array, target):  # it would wrap, or become infinite
         raise InvalidInput(f"input {name!r}: {codecs.datatype_of(array)} value out of range "
-                           f"for {spec.datatype}")  # the cast would make it infinite
+                           f"for {spec.datatype}")
     return array.astype(target)
 
 

@@ -20,7 +20,7 @@ from typing import Any, Mapping, Sequence
 import numpy as np
 
 from flask_predict import FailedPrecondition, InvalidInput, ModelMetadata, Predictor, deadline
-from flask_predict.codecs import out_of_range, too_large
+from flask_predict.codecs import past_range
 from flask_predict.errors import DeadlineExceeded
 from flask_predict.types import (Classification, Example, InferenceRequest, Signature,
                                  Tensor, TensorSpec)
@@ -239,8 +239,7 @@ def _feed_value(tensor: tf.Tensor, value: Tensor) -> Tensor:
         if not np.can_cast(value.dtype, target, "same_kind"):  # fractions for integers
             raise InvalidInput(f"input {tensor.name}: expected {dtype.name} values, got "
                                f"{value.dtype.name}")
-        if out_of_range(value, target) or (
-                target.kind in "fV" and target.itemsize < 8 and too_large(value, target)):
+        if past_range(value, target):
             raise InvalidInput(f"input {tensor.name}: a value is out of range for {dtype.name}")
     return value.astype(target, copy=False)
 
