@@ -1,7 +1,8 @@
 """The usual small ``/infer`` body decoded in one pass.
 
 Most requests have one input, of the model's own floating-point datatype, with flat
-``data``; outputs named alone (or none); no ``parameters`` and no binary data. For such a
+``data`` (a list, or for a larger body the float64 array ``codecs.loads_v2_infer`` read
+it into); outputs named alone (or none); no ``parameters`` and no binary data. For such a
 body :func:`decode_plain` answers what :func:`.wire.decode_infer` answers, checking only
 what can differ there, and leaves every other body to it: ``None`` whenever the body is
 not of that form or is wrong in any way, so every error still comes from the full decode,
@@ -31,8 +32,7 @@ def decode_plain(text: bytes, header: Any, binary: bytes, model: str, version: s
                  signature: Signature, limits: Limits | None = None) -> DecodedInfer | None:
     """:func:`.wire.decode_infer`'s answer for the usual body (*header* parsed from its
     JSON *text*), else ``None``."""
-    if (binary or type(header) is not dict or "parameters" in header
-            or b"true" in text or b"false" in text):
+    if binary or type(header) is not dict or "parameters" in header:
         return None
     raw_inputs, request_id = header.get("inputs"), header.get("id")
     if (type(raw_inputs) is not list or len(raw_inputs) != 1 or len(signature.inputs) != 1
@@ -45,8 +45,13 @@ def decode_plain(text: bytes, header: Any, binary: bytes, model: str, version: s
     name, datatype, shape, data = raw.get("name"), raw.get("datatype"), raw.get("shape"), \
         raw.get("data")
     if (datatype != spec.datatype or type(name) is not str or not name
-            or type(shape) is not list or type(data) is not list or not data
-            or type(data[0]) is list):
+            or type(shape) is not list):
+        return None
+    if type(data) is np.ndarray:  # numbers alone, read by the parser into one flat buffer
+        if data.dtype != codecs.FLOAT64 or data.ndim != 1 or not data.size:
+            return None
+    elif (type(data) is not list or not data or type(data[0]) is list
+          or b"true" in text or b"false" in text):  # (the search last: a pass of the body)
         return None
     for dim in shape:
         if type(dim) is not int or dim < 0:
@@ -71,9 +76,10 @@ def decode_plain(text: bytes, header: Any, binary: bytes, model: str, version: s
     return DecodedInfer(request, request_id, OutputOptions())
 
 
-def _numbers(data: list[Any], datatype: str, name: str, count: int) -> Tensor | None:
-    """``codecs.to_array(data, datatype, name)`` for flat *data* of *count* items in a body
-    with no booleans; ``None`` where that refuses them, or where they are not flat."""
+def _numbers(data: list[Any] | Tensor, datatype: str, name: str, count: int) -> Tensor | None:
+    """``codecs.to_array(data, datatype, name)`` for flat *data* of *count* items (a list,
+    or the parser's float64 array) in a body with no booleans; ``None`` where that refuses
+    them, or where they are not flat."""
     if datatype == "FP64":  # numbers alone: to_array's asarray and astype, nothing to check
         try:
             numbers = np.asarray(data)

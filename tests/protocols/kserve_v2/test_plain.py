@@ -92,8 +92,15 @@ def assert_same(got: wire.DecodedInfer, want: wire.DecodedInfer) -> None:
 
 
 def check_both(text: bytes, signature: Signature) -> None:
-    """Decode *text* both ways: the same answer, or the plain path leaves it."""
-    args = (codecs.loads(text), b"", "m", "3", signature, LIMITS)
+    """Decode *text* both ways, as a small body and padded into a large one (whose float
+    data the parser reads into an array): the same answer, or the plain path leaves it."""
+    check_parsed(text, codecs.loads(text), signature)
+    padded = text + b" " * codecs.parsing.SMALL_BODY
+    check_parsed(padded, codecs.loads_v2_infer(padded), signature)
+
+
+def check_parsed(text: bytes, header: Any, signature: Signature) -> None:
+    args = (header, b"", "m", "3", signature, LIMITS)
     got = plain.decode_plain(text, *args)
     try:
         want = wire.decode_infer(*args)
@@ -122,10 +129,12 @@ def test_the_usual_body_takes_the_plain_path(datatype: str) -> None:
                  variant(datatype=datatype, top_id=...),
                  variant(datatype=datatype, data=list(range(8)))):
         text = json.dumps(body).encode()
-        args = (codecs.loads(text), b"", "m", "3", SIGNATURES[datatype], LIMITS)
-        got = plain.decode_plain(text, *args)
-        assert got is not None
-        assert_same(got, wire.decode_infer(*args))
+        padded = text + b" " * codecs.parsing.SMALL_BODY  # data read into an array
+        for sent, header in ((text, codecs.loads(text)), (padded, codecs.loads_v2_infer(padded))):
+            args = (header, b"", "m", "3", SIGNATURES[datatype], LIMITS)
+            got = plain.decode_plain(sent, *args)
+            assert got is not None
+            assert_same(got, wire.decode_infer(*args))
 
 
 def test_plain_leaves_bodies_it_cannot_be_sure_of() -> None:
