@@ -18,8 +18,9 @@ from __future__ import annotations
 from .arrays import (b64_bytes, b64_decode, check_shape, dense_shape, has_booleans, is_b64,
                      json_value, object_array, past_range, to_array)
 from .cells import GRID_FROM, block, lines_text
-from .dtypes import (FLOAT32, FLOAT64, FLOAT_DATATYPES, FLOATS, INT64_MAX, INT64_MIN, NUMPY_TO_V2, TF_NAMES, V2_TO_NUMPY,
-                     datatype_of, int_range, numpy_dtype, out_of_range)
+from .dtypes import (FLOAT32, FLOAT64, FLOAT_DATATYPES, FLOATS, INT64_MAX, INT64_MIN,
+                     NUMPY_TO_V2, TF_NAMES, V2_TO_NUMPY, datatype_of, int_range, numpy_dtype,
+                     out_of_range)
 from .examples import examples_to_rows
 from .parsing import (SIMDJSON_SAFE_BYTES, check_depth, loads, loads_v2_infer, nesting_depth,
                       number_matrix)
@@ -31,8 +32,9 @@ from .rows import (columns_to_tensors, is_named, json_type, matrix_to_tensors,
                    tensor_from_json, tensors_to_instances, tensors_to_rows)
 
 __all__ = [
-    "FLOAT32", "FLOAT64", "FLOAT_DATATYPES", "FLOATS", "GRID_FROM", "INT64_MAX", "INT64_MIN", "NUMPY_TO_V2", "SIMDJSON_SAFE_BYTES",
-    "TF_NAMES", "V2_TO_NUMPY", "array_text", "b64_bytes", "b64_decode", "b64_value", "block",
+    "FLOAT32", "FLOAT64", "FLOAT_DATATYPES", "FLOATS", "GRID_FROM", "INT64_MAX", "INT64_MIN",
+    "NUMPY_TO_V2", "SIMDJSON_SAFE_BYTES", "TF_NAMES", "V2_TO_NUMPY", "array_text", "b64_bytes",
+    "b64_decode", "b64_value", "block",
     "check_depth", "check_shape", "columns_to_tensors", "datatype_of", "dense_shape", "dumps",
     "dumps_strict", "dumps_tfserving", "element_texts", "examples_to_rows", "fill_rows",
     "float_texts",

@@ -98,12 +98,9 @@ def to_array(values: Any, datatype: str, name: str) -> Tensor:
         return array
     if kind == "b" or has_booleans(values):
         raise InvalidInput(f"input {name!r}: expected {datatype} values, got booleans")
-    if dtype.kind in "iu":
-        if kind == "f":
-            raise InvalidInput(f"input {name!r}: expected {datatype} integers, got fractions")
-        if out_of_range(array, dtype):
-            raise InvalidInput(f"input {name!r}: value out of range for {datatype}")
-    elif dtype.itemsize < 8 and _too_large(array, dtype):
+    if dtype.kind in "iu" and kind == "f":
+        raise InvalidInput(f"input {name!r}: expected {datatype} integers, got fractions")
+    if past_range(array, dtype):
         raise InvalidInput(f"input {name!r}: value out of range for {datatype}")
     return array.astype(dtype, copy=False)
 

@@ -2,7 +2,7 @@
 
 Most requests have one input, of the model's own floating-point datatype, with flat
 ``data`` (a list, or for a larger body the float64 array ``codecs.loads_v2_infer`` read
-it into); outputs named alone (or none); no ``parameters`` and no binary data. For such a
+it into), and no request or input ``parameters`` and no binary data. For such a
 body :func:`decode_plain` answers what :func:`.wire.decode_infer` answers, checking only
 what can differ there, and leaves every other body to it: ``None`` whenever the body is
 not of that form or is wrong in any way, so every error still comes from the full decode,
@@ -15,14 +15,15 @@ request takes 0.95x the instructions it took through the full decode alone
 from __future__ import annotations
 
 import math
-from typing import Any, Literal
+from typing import Any
 
 import numpy as np
 
 from ... import codecs
-from ...errors import InvalidInput
+from ...errors import InvalidInput, PredictError
 from ...types import InferenceRequest, Limits, Signature, Tensor
-from .wire import DecodedInfer, OutputOptions
+from . import wire
+from .wire import DecodedInfer
 
 DATATYPES = ("FP32", "FP64")
 """Input datatypes the plain path takes (when the model's input has the same)."""
@@ -42,10 +43,8 @@ def decode_plain(text: bytes, header: Any, binary: bytes, model: str, version: s
     # exactly the four keys: each is looked up and checked below
     if type(raw) is not dict or len(raw) != 4 or spec.datatype not in DATATYPES:
         return None
-    name, datatype, shape, data = raw.get("name"), raw.get("datatype"), raw.get("shape"), \
-        raw.get("data")
-    if (datatype != spec.datatype or type(name) is not str or not name
-            or type(shape) is not list):
+    name, datatype, data = raw.get("name"), raw.get("datatype"), raw.get("data")
+    if datatype != spec.datatype or type(name) is not str or not name:
         return None
     if type(data) is np.ndarray:  # numbers alone, read by the parser into one flat buffer
         if data.dtype != codecs.FLOAT64 or data.ndim != 1 or not data.size:
@@ -53,15 +52,15 @@ def decode_plain(text: bytes, header: Any, binary: bytes, model: str, version: s
     elif (type(data) is not list or not data or type(data[0]) is list
           or b"true" in text or b"false" in text):  # (the search last: a pass of the body)
         return None
-    for dim in shape:
-        if type(dim) is not int or dim < 0:
-            return None
+    try:  # the full decode's own checks: its shape rule, its limits, its outputs
+        shape = wire.read_shape(raw.get("shape"), name)
+        if limits is not None:
+            wire.check_shape_limits(shape, name, limits)
+        names, options = wire.decode_outputs(header.get("outputs"), {})
+    except PredictError:
+        return None  # the full decode raises it, in its order
     count = len(data)
-    if math.prod(shape) != count or (limits is not None and (
-            (shape and shape[0] > limits.max_instances) or count > limits.max_tensor_elements)):
-        return None
-    names = _output_names(header.get("outputs"))
-    if names is False:
+    if math.prod(shape) != count:
         return None
     array = _numbers(data, datatype, name, count)
     if array is None:
@@ -73,7 +72,7 @@ def decode_plain(text: bytes, header: Any, binary: bytes, model: str, version: s
         return None
     request = InferenceRequest(model=model, version=version, inputs={spec.name: array},
                                outputs=names, parameters={})
-    return DecodedInfer(request, request_id, OutputOptions())
+    return DecodedInfer(request, request_id, options)
 
 
 def _numbers(data: list[Any] | Tensor, datatype: str, name: str, count: int) -> Tensor | None:
@@ -93,20 +92,3 @@ def _numbers(data: list[Any] | Tensor, datatype: str, name: str, count: int) -> 
         return None
     return array if array.size == count else None
 
-
-def _output_names(raw: Any) -> list[str] | None | Literal[False]:
-    """The requested output names when each is an object with a name alone (``None``: no
-    ``outputs``); ``False`` for anything else."""
-    if raw is None:
-        return None
-    if type(raw) is not list:
-        return False
-    names: list[str] = []
-    for item in raw:
-        if type(item) is not dict or len(item) != 1:
-            return False
-        name = item.get("name")
-        if type(name) is not str or name in names:
-            return False
-        names.append(name)
-    return names

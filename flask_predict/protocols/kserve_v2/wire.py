@@ -152,7 +152,7 @@ def decode_inputs(raw_inputs: list[Any], binary: bytes,
             raise InvalidInput(f"input {name!r}: unknown datatype {datatype!r}; expected "
                                "BOOL, UINT8..UINT64, INT8..INT64, FP16, FP32, FP64, BF16 or "
                                "BYTES")
-        shape = _shape(raw.get("shape"), name)
+        shape = read_shape(raw.get("shape"), name)
         if limits is not None:
             check_shape_limits(shape, name, limits)
         size = _parameters(raw, "input", name).get("binary_data_size")
@@ -210,7 +210,8 @@ def _check_count(count: int, shape: tuple[int, ...], name: str) -> None:
                            f"got {count}")
 
 
-def _shape(value: Any, name: str) -> tuple[int, ...]:
+def read_shape(value: Any, name: str) -> tuple[int, ...]:
+    """An input's ``shape``: non-negative integers (400 for anything else)."""
     if not isinstance(value, list):
         raise InvalidInput(f"input {name!r}: 'shape' must be a list of integers")
     for dim in value:
