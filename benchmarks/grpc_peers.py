@@ -73,7 +73,7 @@ def check_answer(answer: bytes, count: int) -> str:
     """Raise unless the serialized ``ModelInferResponse`` holds one output of one value per
     row, in raw or typed contents; return what it held, in words."""
     from flask_predict.grpc.messages import v2
-    from flask_predict.grpc.tensors import V2_CONTENTS
+    from flask_predict.protocols.kserve_v2.grpc_tensors import V2_CONTENTS
 
     response = v2.ModelInferResponse.FromString(answer)
     output = response.outputs[0]

@@ -11,12 +11,12 @@ from __future__ import annotations
 
 from functools import wraps
 from ipaddress import ip_address
-from typing import Callable, Mapping, TypeVar, cast
+from typing import Callable, TypeVar, cast
 
 from flask import request
 
 from .errors import PermissionDenied, Unauthenticated
-from .state import get_state
+from .current import get_state
 from .tokens import presented_token, token_matches
 
 F = TypeVar("F", bound=Callable[..., object])

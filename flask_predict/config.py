@@ -8,33 +8,30 @@ TF Serving environment variables ``MODEL_NAME`` and ``MODEL_BASE_PATH`` (see
 
 from __future__ import annotations
 
-import json
 import os
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, Mapping
 
 from .access_log import access_log_format
 from .errors import ConfigError
 from .model_config import load_models, number_value, timeout_value
+from .protocols import REGISTRY, Section, descriptors
 from .tokens import read_tokens
 from .types import Limits, ModelSpec
 from .vertex_storage import VARIABLE as STORAGE_VARIABLE
 from .vertex_storage import storage_base_path
 
-ALL_PROTOCOLS = ("aiplatform", "grps", "kserve_v2", "tfserving")
-"""``PREDICT_PROTOCOLS`` names (:mod:`flask_predict.protocols` maps each to its blueprint)."""
 
 DEFAULTS: dict[str, Any] = {
     "PREDICT_MODELS": None,
     "PREDICT_MODEL_CONFIG_FILE": None,
-    "PREDICT_PROTOCOLS": list(ALL_PROTOCOLS),
+    "PREDICT_PROTOCOLS": None,
     "PREDICT_URL_PREFIX": "",
     "PREDICT_MAX_REQUEST_BYTES": 64 * 1024 * 1024,
     "PREDICT_MAX_INFLATE_RATIO": 200,
     "PREDICT_MAX_JSON_DEPTH": 64,
     "PREDICT_MAX_INSTANCES": 100_000,
     "PREDICT_MAX_TENSOR_ELEMENTS": 2**25,
-    "PREDICT_TFSERVING_NUMBERS": "tfserving",
     "PREDICT_WORKERS": 1,
     "PREDICT_THREADS": None,
     "PREDICT_POLL_SECONDS": 2.0,
@@ -43,13 +40,6 @@ DEFAULTS: dict[str, Any] = {
     "PREDICT_SERVER_NAME": "flask-predict",
     "PREDICT_GPUS": None,
     "PREDICT_WORKER_INDEX": None,
-    "PREDICT_VERTEX_PREDICT_ROUTE": None,
-    "PREDICT_VERTEX_HEALTH_ROUTE": None,
-    "PREDICT_VERTEX_MODEL": None,
-    "PREDICT_VERTEX_ENDPOINTS": None,
-    "PREDICT_AIPLATFORM_PROJECTS": None,
-    "PREDICT_GRPS_DEFAULT_MODEL": None,
-    "PREDICT_GRPS_START_ONLINE": True,
     "PREDICT_MANAGE_PROCESS": False,
     "PREDICT_LOAD_IN_BACKGROUND": False,
     "PREDICT_LOAD_WAIT_SECONDS": 30.0,
@@ -69,7 +59,8 @@ DEFAULTS: dict[str, Any] = {
     "PREDICT_ADMIN_LOOPBACK": True,
     "PREDICT_OPENAPI_ROUTE": None,
 }
-"""Every key with its default. ``docs/configuration.md`` has one entry per key."""
+"""Every core key with its default (each protocol adds its own section's keys).
+``docs/configuration.md`` has one entry per key."""
 
 STANDALONE_DEFAULTS: dict[str, Any] = {
     "PREDICT_LOAD_IN_BACKGROUND": True,
@@ -97,9 +88,6 @@ class Settings:
     url_prefix: str
     max_request_bytes: int
     limits: Limits
-    tfserving_numbers: str
-    """How the TF Serving routes print floats: ``tfserving`` (its writer's rule, exactly) or
-    ``shortest`` (the shortest text that reads back the same value; faster)."""
     threads: int
     """Native threads each library may use in this process (BLAS, OpenMP, XGBoost, TF)."""
     poll_seconds: float
@@ -113,18 +101,6 @@ class Settings:
     gpus: tuple[int, ...] | None
     worker_index: int | None
     """This worker's index among its server's workers (set by gunicorn.conf.py)."""
-    vertex_predict_route: str | None
-    """Vertex AI custom container predict route (``AIP_PREDICT_ROUTE``)."""
-    vertex_health_route: str | None
-    """Vertex AI custom container health route (``AIP_HEALTH_ROUTE``)."""
-    vertex_model: str | None
-    """The model the Vertex AI routes serve; default: the only configured model."""
-    vertex_endpoints: Mapping[str, tuple[str, str | None]] | None
-    """Vertex AI endpoint id -> (model, version or None); ``None``: the id names the model."""
-    aiplatform_projects: frozenset[str] | None
-    """The projects ``/v1/projects/<p>/...`` accepts; ``None``: any."""
-    grps_default_model: str | None
-    grps_start_online: bool
     manage_process: bool
     """``init_app`` sizes thread pools, places the GPU and freezes the heap (the standalone
     server does that in gunicorn's hooks instead; an embedding app keeps its process)."""
@@ -157,6 +133,8 @@ class Settings:
     """Whether state-changing routes are served to loopback clients without a token."""
     openapi_route: str | None
     """Where the OpenAPI document is served (``None``: not served)."""
+    sections: Mapping[str, Any] = field(default_factory=dict)
+    """Each protocol's own settings, by protocol name, as its :class:`Section` read them."""
 
     def model(self, name: str) -> ModelSpec | None:
         return next((spec for spec in self.models if spec.name == name), None)
@@ -164,17 +142,22 @@ class Settings:
 
 def read_settings(config: Mapping[str, Any]) -> Settings:
     """Validate the ``PREDICT_*`` keys of *config*; raise :class:`ConfigError` naming the key."""
-    known = set(DEFAULTS)
-    unknown = sorted(k for k in config if k.startswith("PREDICT_") and k not in known)
+    sections = {protocol.name: protocol.settings for protocol in descriptors()
+                if protocol.settings is not None}
+    defaults = {**DEFAULTS, **{key: value for section in sections.values()
+                               for key, value in section.defaults.items()}}
+    unknown = sorted(k for k in config if k.startswith("PREDICT_") and k not in defaults)
     if unknown:
-        raise ConfigError(f"unknown setting(s) {unknown}; known: {sorted(known)}")
-    values = {**DEFAULTS, **{k: v for k, v in config.items() if k in known}}
+        raise ConfigError(f"unknown setting(s) {unknown}; known: {sorted(defaults)}")
+    values = {**defaults, **{k: v for k, v in config.items() if k in defaults}}
 
-    protocols = _str_list(values, "PREDICT_PROTOCOLS")
+    known = sorted(REGISTRY)  # every registered protocol (the default)
+    protocols = known if values["PREDICT_PROTOCOLS"] is None else str_list(values,
+                                                                            "PREDICT_PROTOCOLS")
     for name in protocols:
-        if name not in ALL_PROTOCOLS:
+        if name not in REGISTRY:
             raise ConfigError(f"PREDICT_PROTOCOLS: unknown protocol {name!r}; "
-                              f"choose from {list(ALL_PROTOCOLS)}")
+                              f"choose from {known}")
     prefix = str(values["PREDICT_URL_PREFIX"] or "").rstrip("/")
     if prefix and not prefix.startswith("/"):
         raise ConfigError(f"PREDICT_URL_PREFIX must start with '/', got {prefix!r}")
@@ -216,17 +199,8 @@ def read_settings(config: Mapping[str, Any]) -> Settings:
         gpus=gpus,
         worker_index=(None if values["PREDICT_WORKER_INDEX"] is None else
                       number_value(values, "PREDICT_WORKER_INDEX", int, minimum=0)),
-        vertex_predict_route=_route(values, "PREDICT_VERTEX_PREDICT_ROUTE"),
-        vertex_health_route=_route(values, "PREDICT_VERTEX_HEALTH_ROUTE"),
-        vertex_model=values["PREDICT_VERTEX_MODEL"] or None,
-        vertex_endpoints=parse_vertex_endpoints(values["PREDICT_VERTEX_ENDPOINTS"], models),
-        aiplatform_projects=(None if values["PREDICT_AIPLATFORM_PROJECTS"] is None else
-                             frozenset(_str_list(values, "PREDICT_AIPLATFORM_PROJECTS"))),
-        grps_default_model=values["PREDICT_GRPS_DEFAULT_MODEL"] or None,
-        grps_start_online=_bool(values, "PREDICT_GRPS_START_ONLINE"),
-        tfserving_numbers=_choice(values, "PREDICT_TFSERVING_NUMBERS", ("tfserving", "shortest")),
-        manage_process=_bool(values, "PREDICT_MANAGE_PROCESS"),
-        load_in_background=_bool(values, "PREDICT_LOAD_IN_BACKGROUND"),
+        manage_process=bool_value(values, "PREDICT_MANAGE_PROCESS"),
+        load_in_background=bool_value(values, "PREDICT_LOAD_IN_BACKGROUND"),
         load_wait_seconds=number_value(values, "PREDICT_LOAD_WAIT_SECONDS", float, minimum=0),
         grpc_port=(None if values["PREDICT_GRPC_PORT"] in (None, "") else
                    number_value(values, "PREDICT_GRPC_PORT", int, minimum=0, maximum=65535)),
@@ -237,54 +211,16 @@ def read_settings(config: Mapping[str, Any]) -> Settings:
             number_value(values, "PREDICT_GRPC_MAX_MESSAGE_BYTES", int, minimum=1)),
         grpc_threads=number_value(values, "PREDICT_GRPC_THREADS", int, minimum=1),
         grpc_grace_seconds=number_value(values, "PREDICT_GRPC_GRACE_SECONDS", float, minimum=0),
-        metrics=_bool(values, "PREDICT_METRICS"),
-        metrics_path=_route(values, "PREDICT_METRICS_PATH"),
+        metrics=bool_value(values, "PREDICT_METRICS"),
+        metrics_path=route_value(values, "PREDICT_METRICS_PATH"),
         access_log=access_log_format(values["PREDICT_ACCESS_LOG"]),
-        status_path=_route(values, "PREDICT_STATUS_PATH"),
+        status_path=route_value(values, "PREDICT_STATUS_PATH"),
         auth_tokens=read_tokens(values, "PREDICT_AUTH_TOKENS"),
         admin_tokens=read_tokens(values, "PREDICT_ADMIN_TOKENS"),
-        admin_loopback=_bool(values, "PREDICT_ADMIN_LOOPBACK"),
-        openapi_route=_route(values, "PREDICT_OPENAPI_ROUTE"),
+        admin_loopback=bool_value(values, "PREDICT_ADMIN_LOOPBACK"),
+        openapi_route=route_value(values, "PREDICT_OPENAPI_ROUTE"),
+        sections={name: section.read(values, models) for name, section in sections.items()},
     )
-
-
-def parse_vertex_endpoints(value: Any, models: tuple[ModelSpec, ...]
-                           ) -> dict[str, tuple[str, str | None]] | None:
-    """``PREDICT_VERTEX_ENDPOINTS``: ``{"<endpoint id>": "<model>"}`` or
-    ``{"<endpoint id>": {"model": "<model>", "version": "<name or number>"}}``, each naming
-    a configured model and, optionally, one of its version names or a version number."""
-    key = "PREDICT_VERTEX_ENDPOINTS"
-    if value is None:
-        return None
-    if isinstance(value, str):
-        try:
-            value = json.loads(value)
-        except ValueError as exc:
-            raise ConfigError(f"{key} is not valid JSON: {exc}")
-    if not isinstance(value, Mapping):
-        raise ConfigError(f"{key} must map endpoint ids to models, got {value!r}")
-    endpoints: dict[str, tuple[str, str | None]] = {}
-    for endpoint, target in value.items():
-        if not isinstance(endpoint, str) or not endpoint or "/" in endpoint or ":" in endpoint:
-            raise ConfigError(f"{key}: endpoint id {endpoint!r} must be non-empty, without "
-                              "'/' or ':'")
-        version = None
-        if isinstance(target, Mapping):
-            unknown = sorted(set(target) - {"model", "version"})
-            if unknown:
-                raise ConfigError(f"{key}, endpoint {endpoint!r}: unknown key(s) {unknown}; "
-                                  "known: ['model', 'version']")
-            version = None if target.get("version") is None else str(target["version"])
-            target = target.get("model")
-        spec = next((m for m in models if m.name == target), None)
-        if spec is None:
-            raise ConfigError(f"{key}, endpoint {endpoint!r}: no model {target!r}; "
-                              f"configured: {sorted(m.name for m in models)}")
-        if version is not None and version not in spec.labels and not version.isdigit():
-            raise ConfigError(f"{key}, endpoint {endpoint!r}: version {version!r} is neither "
-                              f"a version name of {target!r} nor a number")
-        endpoints[endpoint] = (target, version)
-    return endpoints
 
 
 def config_from_environ(environ: Mapping[str, str]) -> dict[str, Any]:
@@ -292,8 +228,8 @@ def config_from_environ(environ: Mapping[str, str]) -> dict[str, Any]:
 
     As in TF Serving's container, the model lives in ``$MODEL_BASE_PATH/$MODEL_NAME``
     (``MODEL_BASE_PATH`` defaults to ``/models``). ``MODEL_CONFIG_FILE`` names a config file.
-    Vertex AI's ``AIP_PREDICT_ROUTE`` and ``AIP_HEALTH_ROUTE`` add its routes, and
-    ``AIP_STORAGE_URI`` (a local folder; see :mod:`flask_predict.vertex_storage`) is the model
+    A protocol's section may read more variables (Vertex AI's ``AIP_PREDICT_ROUTE`` and
+    ``AIP_HEALTH_ROUTE`` add its routes: ``Section.environ``), and ``AIP_STORAGE_URI`` (a local folder; see :mod:`flask_predict.vertex_storage`) is the model
     ``$MODEL_NAME`` (default ``model``) unless a model config is set.
     """
     config: dict[str, Any] = {}
@@ -303,9 +239,10 @@ def config_from_environ(environ: Mapping[str, str]) -> dict[str, Any]:
         config["PREDICT_MODELS"] = {name: {"base_path": os.path.join(base, name)}}
     if environ.get("MODEL_CONFIG_FILE"):
         config["PREDICT_MODEL_CONFIG_FILE"] = environ["MODEL_CONFIG_FILE"]
-    for variable, key in VERTEX_ENVIRON.items():
-        if environ.get(variable):
-            config[key] = environ[variable]
+    for section in _sections():
+        for variable, key in section.environ.items():
+            if environ.get(variable):
+                config[key] = environ[variable]
     storage = environ.get(STORAGE_VARIABLE)
     if storage and not any(environ.get(name) for name in MODEL_SOURCES):
         name = environ.get("MODEL_NAME") or "model"
@@ -317,12 +254,11 @@ MODEL_SOURCES = ("FLASK_PREDICT_MODELS", "FLASK_PREDICT_MODEL_CONFIG_FILE", "MOD
 """Settings that name the models themselves: with one of them, ``AIP_STORAGE_URI`` is unused."""
 
 
-VERTEX_ENVIRON = {"AIP_PREDICT_ROUTE": "PREDICT_VERTEX_PREDICT_ROUTE",
-                  "AIP_HEALTH_ROUTE": "PREDICT_VERTEX_HEALTH_ROUTE"}
-"""What Vertex AI sets in a custom container -> our keys (``AIP_HTTP_PORT`` is the bind's)."""
+def _sections() -> list[Section]:
+    return [protocol.settings for protocol in descriptors() if protocol.settings is not None]
 
 
-def _route(values: Mapping[str, Any], key: str) -> str | None:
+def route_value(values: Mapping[str, Any], key: str) -> str | None:
     route = values[key]
     if not route:
         return None
@@ -331,7 +267,7 @@ def _route(values: Mapping[str, Any], key: str) -> str | None:
     return route
 
 
-def _str_list(values: Mapping[str, Any], key: str) -> list[str]:
+def str_list(values: Mapping[str, Any], key: str) -> list[str]:
     value = values[key]
     if isinstance(value, str):
         value = [v.strip() for v in value.split(",") if v.strip()]
@@ -340,14 +276,14 @@ def _str_list(values: Mapping[str, Any], key: str) -> list[str]:
     return list(value)
 
 
-def _choice(values: Mapping[str, Any], key: str, choices: tuple[str, ...]) -> str:
+def choice_value(values: Mapping[str, Any], key: str, choices: tuple[str, ...]) -> str:
     value = values[key]
     if value not in choices:
         raise ConfigError(f"{key} must be one of {list(choices)}, got {value!r}")
     return str(value)
 
 
-def _bool(values: Mapping[str, Any], key: str) -> bool:
+def bool_value(values: Mapping[str, Any], key: str) -> bool:
     value = values[key]
     if isinstance(value, bool):
         return value

@@ -13,14 +13,17 @@ from flask import Flask
 
 from . import observe, runtime
 from .config import read_settings
+from .control import ModelControl
+from .current import get_state
 from .openapi.view import bp as openapi
 from .plugins import check_predictor_class, load_predictor_class
 from .predictor import Predictor
-from .protocols import blueprint
+from .protocols import descriptors
 from .repository import ModelRepository
+from .scope import Scopes
 from .service import ModelService
 from .shared_state import StateDir
-from .state import EXTENSION_KEY, PredictState, get_state
+from .state import EXTENSION_KEY, PredictState
 from .watcher import UNLOADED_MODELS, Watcher
 
 logger = logging.getLogger(__name__)
@@ -75,16 +78,21 @@ class FlaskPredict:
             repository.announce(specs)  # known at once; loaded by the watcher's thread
         else:
             repository = ModelRepository.load(specs, self.predictor_class, listener)
+        watcher = None
+        if watched:
+            watcher = Watcher(repository, app.config.get("PREDICT_MODELS"),
+                              settings.model_config_file, settings.poll_seconds,
+                              settings.models, load_first=background, unloaded=unloaded)
+        control = ModelControl(repository, settings.models, watcher,
+                               settings.load_wait_seconds)
         state = PredictState(settings, ModelService(
             repository, settings.load_wait_seconds if background else 0.0,
-            settings.timeout_seconds), metrics=metrics)
-        if watched:
-            state.watcher = Watcher(repository, app.config.get("PREDICT_MODELS"),
-                                    settings.model_config_file, settings.poll_seconds,
-                                    settings.models, load_first=background, unloaded=unloaded)
+            settings.timeout_seconds, metrics, control), metrics=metrics)
+        state.scopes = Scopes(state, settings, metrics)
         app.extensions[EXTENSION_KEY] = state
-        for name in settings.protocols:
-            app.register_blueprint(blueprint(name), url_prefix=settings.url_prefix or None)
+        for protocol in descriptors(settings.protocols):
+            app.register_blueprint(protocol.load_blueprint(),
+                                   url_prefix=settings.url_prefix or None)
         observe.install(app, state)
         if settings.status_path:
             from .status import bp as status_page
@@ -95,8 +103,8 @@ class FlaskPredict:
         logger.info("flask_predict: serving %s over %s%s", [s.name for s in settings.models],
                     list(settings.protocols), " (loading in the background)" if background
                     else "")
-        if state.watcher is not None:
-            state.watcher.start()
+        if watcher is not None:
+            watcher.start()
         if settings.manage_process and not background:
             runtime.settle_process(settings.threads)
         if "predict" not in app.cli.commands:  # `flask predict ...`; an app's own name wins
@@ -110,8 +118,7 @@ def close_app(app: Flask) -> None:
     calls this)."""
     state = app.extensions.get(EXTENSION_KEY)
     if state is not None:
-        if state.watcher is not None:
-            state.watcher.stop()
+        state.service.control.stop()
         if state.metrics is not None:
             state.metrics.close()
         state.service.repository.close()

@@ -28,6 +28,18 @@ def check_elements(limits: Limits, shape: Iterable[int], name: str) -> None:
                               f"{limits.max_tensor_elements}")
 
 
+def check_shape(limits: Limits, shape: tuple[int, ...], name: str) -> None:
+    """Both checks for input *name* of *shape*, from the shape alone (before anything is
+    allocated): its first dimension as its instances, its size as its elements (413)."""
+    if shape and shape[0] > limits.max_instances:
+        raise PayloadTooLarge(f"input {name!r}: shape {list(shape)} holds {shape[0]} "
+                              f"instances; the limit is {limits.max_instances}")
+    count = math.prod(shape)
+    if count > limits.max_tensor_elements:
+        raise PayloadTooLarge(f"input {name!r}: shape {list(shape)} has {count} elements; "
+                              f"the limit is {limits.max_tensor_elements}")
+
+
 def check_tensors(limits: Limits, tensors: Iterable[tuple[str, np.ndarray]],
                   batched: bool = True) -> None:
     """Both checks for named input arrays: the first dimension of each counts as its

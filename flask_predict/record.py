@@ -1,7 +1,7 @@
 """What one request did, noted as it runs: the record metrics and the access log read.
 
-The front end opens a :class:`RequestRecord` when a request arrives and sets it as
-:data:`current_request`; the service notes which model version it resolved and how long the
+The request's scope (:mod:`flask_predict.scope`) opens a :class:`RequestRecord` when a
+request arrives and sets it as :data:`current_request`; the service notes which model version it resolved and how long the
 predictor ran, without knowing about Flask; the front end reads the record when the answer
 is ready. Outside a request (warm-up, the reload thread) there is no record and nothing is
 noted.
@@ -12,7 +12,7 @@ from __future__ import annotations
 import re
 from contextvars import ContextVar
 from time import perf_counter
-from typing import TypeGuard
+from typing import Any, TypeGuard
 
 _CLIENT_ID = re.compile(r"[A-Za-z0-9._:/+=@-]{1,128}")
 
@@ -28,7 +28,7 @@ class RequestRecord:
 
     __slots__ = ("protocol", "verb", "request_id", "client_id", "request_bytes", "started",
                  "method", "path", "client", "model", "version", "predict_started",
-                 "predict_ended", "predict_seconds")
+                 "predict_ended", "predict_seconds", "state", "deadline")
 
     def __init__(self, protocol: str, verb: str, request_id: str, client_id: bool,
                  request_bytes: int) -> None:
@@ -48,6 +48,11 @@ class RequestRecord:
         self.predict_ended = 0.0
         self.predict_seconds = 0.0
         """Time spent in predictor calls (a request may make more than one)."""
+        self.state: Any = None
+        """The app state the request's front end answers from (a ``PredictState``)."""
+        self.deadline: float | None = None
+        """``time.monotonic()`` by which the client stops waiting (a gRPC call's deadline);
+        ``None``: it waits as long as the server lets it."""
 
     def adopt_id(self, request_id: str | None) -> None:
         """A request id from the body (V2's ``id``): used unless the client sent a header."""

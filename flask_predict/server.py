@@ -13,7 +13,7 @@ import os
 import sys
 from typing import Any, Iterable
 
-from flask import Config, Flask
+from flask import Config
 
 from . import access_log, deadline, runtime
 from .artifacts import version_folders, version_path
@@ -161,17 +161,12 @@ def worker_loaded(app: Any, worker: Any) -> None:
     threads = state.settings.threads
     marks = ready_marks()
     index = getattr(worker, INDEX_ATTRIBUTE, 0)
-    repository = state.service.repository
+    control = state.service.control
     if marks is not None:
         state.service.ready_checks.append(marks.all_ready)
-    if state.watcher is not None:
-        state.watcher.after_first_load(lambda: runtime.settle_process(threads))
-        if marks is not None:
-            state.watcher.after_each_poll(lambda: marks.mark(index, repository.ready))
-    else:
-        runtime.settle_process(threads)
-        if marks is not None:
-            marks.mark(index, repository.ready)
+    control.after_first_load(lambda: runtime.settle_process(threads))
+    if marks is not None:
+        control.after_each_poll(lambda: marks.mark(index, control.loaded))
 
 
 def ready_marks() -> ReadyMarks | None:

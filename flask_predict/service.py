@@ -7,24 +7,34 @@ swap never closes a predictor under a running request. The verbs (:meth:`predict
 :meth:`predict_instances`, :meth:`classify` ...) run on the held version; they are the only
 callers of predictor methods, and any failure of a predictor becomes
 :class:`~flask_predict.errors.PredictorFailed` (a 500 with a generic message; the cause is
-chained for the log). Nothing here knows Flask or a protocol.
+chained for the log).
+
+Model control is here too, next to predict: readiness, the index of configured models,
+load and unload (:mod:`.control`), the online switch, and per-version statistics
+(:mod:`.statistics`). Nothing here knows Flask or a protocol.
 """
 
 from __future__ import annotations
 
 import logging
 from collections.abc import Iterator, Mapping
-from time import perf_counter
-from typing import Any, Callable, Sequence
+from time import monotonic, perf_counter
+from typing import TYPE_CHECKING, Any, Callable, Sequence
 
 import numpy as np
 
-from . import deadline
-from .errors import InvalidInput, ModelNotReady, PredictError, PredictorFailed
+from . import deadline, statistics
+from .control import IndexEntry, ModelControl
+from .errors import (DeadlineExceeded, InvalidInput, ModelNotFound, ModelNotReady,
+                     PredictError, PredictorFailed, Unimplemented)
 from .record import current_request
 from .repository import ModelRepository
 from .served import LoadedVersion, ServedModel
+from .shared_state import StateDir
 from .types import Classification, Example, InferenceRequest, InferenceResponse, Tensor
+
+if TYPE_CHECKING:
+    from .metrics import Metrics
 
 logger = logging.getLogger(__name__)
 
@@ -36,8 +46,12 @@ class ModelService:
     """What protocols may ask of the models of one app."""
 
     def __init__(self, repository: ModelRepository, load_wait_seconds: float = 0.0,
-                 timeout_seconds: float | None = None) -> None:
+                 timeout_seconds: float | None = None, metrics: Metrics | None = None,
+                 control: ModelControl | None = None) -> None:
         self.repository = repository
+        self.metrics = metrics
+        """The app's metrics (statistics read them); ``None`` when ``PREDICT_METRICS`` is off."""
+        self.control = control or ModelControl(repository, (), None, load_wait_seconds)
         self.load_wait_seconds = load_wait_seconds
         """How long a request that arrives while the models first load waits for them."""
         self.timeout_seconds = timeout_seconds
@@ -54,6 +68,57 @@ class ModelService:
         """Every configured model has a version loaded in this worker, and every added
         readiness check passes."""
         return self.repository.ready and all(check() for check in self.ready_checks)
+
+    @property
+    def online(self) -> bool:
+        """The server's online switch (grps's online/offline): true unless turned off."""
+        return self.control.online
+
+    def set_online(self, online: bool) -> None:
+        self.control.set_online(online)
+
+    def open_online_switch(self, state_dir: StateDir, initial: bool) -> None:
+        """Give the server an online switch shared through *state_dir* (grps's); the first
+        worker to open it sets it to *initial*."""
+        self.control.open_online_switch(state_dir, initial)
+
+    @property
+    def can_load(self) -> bool:
+        """Whether :meth:`load` and :meth:`unload` work (the model watcher runs)."""
+        return self.control.can_load
+
+    def index(self) -> list[IndexEntry]:
+        """Every configured model, one entry per version this worker knows of."""
+        return self.control.index()
+
+    def load(self, name: str) -> None:
+        """Serve configured model *name* in every worker; return once this one does."""
+        self.control.load(name)
+
+    def unload(self, name: str) -> None:
+        """Stop serving configured model *name* in every worker."""
+        self.control.unload(name)
+
+    def statistics(self, model: str | None = None, version: str | None = None
+                   ) -> list[tuple[str, str, statistics.VersionStats]]:
+        """(model, version, statistics) for every version this worker serves, of every
+        model or of *model* (404 when it is not served), or of that one *version* (404 when
+        it is not loaded); summed over the server's workers."""
+        if self.metrics is None:
+            raise Unimplemented("statistics are off: PREDICT_METRICS is false")
+        served = [self.model(model)] if model else self.models()
+        wanted: list[tuple[str, str]] = []
+        for entry in served:
+            versions = [str(v) for v in sorted(entry.versions)]
+            if version:
+                if version not in versions:
+                    raise ModelNotFound(f"requested model '{entry.name}' version {version} "
+                                        "is not available")
+                versions = [version]
+            wanted.extend((entry.name, v) for v in versions)
+        found = statistics.read(self.metrics.families())
+        return [(name, v, found.get((name, v), statistics.VersionStats()))
+                for name, v in wanted]
 
     def names(self) -> list[str]:
         return self.repository.names()
@@ -129,13 +194,17 @@ class ModelService:
 
         One call at a time per model version: a worker's gRPC threads and its HTTP thread
         never run the same predictor concurrently (predictors need not be thread-safe). The
-        wait and the call are bounded by the model's time limit (:mod:`.deadline`). Both, the
-        wait included, are timed on the request's record (metrics, access log). A plain
+        wait and the call are bounded by the model's time limit (:mod:`.deadline`), and by the
+        client's deadline where the request's scope has one. Both, the wait included, are timed
+        on the request's record (metrics, access log). A plain
         function, not a context manager: every request makes one such call."""
         spec = loaded.spec
         seconds = deadline.seconds_for(spec, self.timeout_seconds)
+        record = current_request.get()
         started = perf_counter()
         try:
+            if record is not None and record.deadline is not None:
+                return _call_by(record.deadline, loaded, seconds, verb, method, args, kwargs)
             if seconds:
                 with deadline.limit(seconds, spec.name), loaded.calls:
                     return method(*args, **(kwargs or {}))
@@ -146,7 +215,7 @@ class ModelService:
         except Exception as exc:
             raise PredictorFailed(f"model {spec.name!r} failed to {verb}") from exc
         finally:
-            if (record := current_request.get()) is not None:
+            if record is not None:
                 record.predicted(spec.name, loaded.version, started)
 
     def predict_instances(self, loaded: LoadedVersion, instances: list[Any],
@@ -202,6 +271,24 @@ class ModelService:
         """One value per example (TF Serving's ``:regress``)."""
         values = self.call(loaded, "regress", loaded.predictor.regress, (examples, signature))
         return np.asarray(values)
+
+
+def _call_by(client_deadline: float, loaded: LoadedVersion, seconds: float | None, verb: str,
+             method: Callable[..., Any], args: tuple[Any, ...],
+             kwargs: Mapping[str, Any] | None) -> Any:
+    """A predictor call for a client that stops waiting at *client_deadline* (a gRPC call's
+    deadline): the wait for the version is bounded by it, and so is the model's time limit
+    *seconds*; a call whose client has given up by then is not made
+    (``DEADLINE_EXCEEDED``)."""
+    left = client_deadline - monotonic()
+    if left <= 0 or not loaded.calls.acquire(timeout=left):
+        raise DeadlineExceeded(f"the client's deadline passed before model "
+                               f"{loaded.name!r} could {verb}")
+    try:
+        with deadline.limit(left if seconds is None else min(seconds, left), loaded.name):
+            return method(*args, **(kwargs or {}))
+    finally:
+        loaded.calls.release()
 
 
 def _streamed_items(loaded: LoadedVersion, items: Iterator[Any]) -> Iterator[list[Any]]:

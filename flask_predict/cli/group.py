@@ -20,7 +20,7 @@ predict_group = AppGroup("predict", help="Models served by flask-predict.")
 @predict_group.command("models")
 def models() -> None:
     """List the app's models, their versions and their state."""
-    from ..state import get_state
+    from ..current import get_state
 
     for served in get_state().service.models():
         states = ", ".join(f"{number}: {status.state}"

@@ -22,6 +22,15 @@ from .dtypes import numpy_dtype, out_of_range
 from .printing import b64_value
 
 
+def as_bytes(value: Any) -> bytes:
+    """A BYTES element as bytes (text as UTF-8)."""
+    if isinstance(value, bytes):
+        return value
+    if isinstance(value, str):
+        return value.encode("utf-8")
+    return str(value).encode("utf-8")
+
+
 def is_b64(value: Any) -> bool:
     """Whether *value* is a ``{"b64": "<text>"}`` object (exactly that one key)."""
     return isinstance(value, dict) and len(value) == 1 and isinstance(value.get("b64"), str)

@@ -24,7 +24,8 @@ from ..errors import InvalidInput, PredictorFailed, Unimplemented
 from ..types import Signature, Tensor, TensorSpec
 from .arrays import b64_bytes, dense_shape, has_booleans, is_b64, json_value, object_array
 from .dtypes import FLOAT64, INT64_MAX, INT64_MIN, TF_NAMES, V2_TO_NUMPY, out_of_range
-from .printing import dumps, preview
+from .preview import preview
+from .printing import dumps
 
 _INT32 = (-(2**31), 2**31 - 1)
 _INTEGER_LIMITS = {"INT8": _INT32, "INT16": _INT32, "INT32": _INT32, "UINT8": _INT32,

@@ -6,7 +6,8 @@ configured, sent as ``authorization: Bearer <token>`` or ``x-api-key: <token>``;
 service stays open for probes, as ``/v2/health/*`` does. The state-changing rpcs (grps's
 ``Online`` and ``Offline``, V2's ``RepositoryModelLoad`` and ``RepositoryModelUnload``) need
 an admin token, or a loopback peer while
-``PREDICT_ADMIN_LOOPBACK`` is on (the default).
+``PREDICT_ADMIN_LOOPBACK`` is on (the default): the rpcs whose verb is ``admin`` in their
+protocol's descriptor.
 """
 
 from __future__ import annotations
@@ -17,15 +18,20 @@ from typing import Any, Callable
 import grpc
 
 from ..config import Settings
+from ..protocols import descriptors
 from ..tokens import presented_token, token_matches
 
 OPEN_PREFIXES = ("/grpc.health.v1.Health/",)
 """Probes answer without a token."""
-ADMIN_METHODS = frozenset({"/grps.protos.v1.GrpsService/Online",
-                           "/grps.protos.v1.GrpsService/Offline",
-                           "/inference.GRPCInferenceService/RepositoryModelLoad",
-                           "/inference.GRPCInferenceService/RepositoryModelUnload"})
-"""rpcs that change server-wide state."""
+ADMIN_VERB = "admin"
+"""The verb of rpcs that change server-wide state."""
+
+
+def admin_methods(settings: Settings) -> frozenset[str]:
+    """``/<service>/<rpc>`` of every admin rpc of the protocols *settings* serve."""
+    return frozenset(f"/{service}/{rpc}" for protocol in descriptors(settings.protocols)
+                     for service in protocol.services
+                     for rpc, verb in protocol.rpc_verbs.items() if verb == ADMIN_VERB)
 
 
 def call_token(context: grpc.ServicerContext) -> str | None:
@@ -55,13 +61,14 @@ class TokenInterceptor(grpc.ServerInterceptor):  # type: ignore[misc]  # grpc ha
         self.tokens = settings.auth_tokens
         self.admin_tokens = settings.admin_tokens
         self.admin_loopback = settings.admin_loopback
+        self.admin_methods = admin_methods(settings)
 
     def intercept_service(self, continuation: Callable[[Any], Any], details: Any) -> Any:
         handler = continuation(details)
         method: str = details.method
         if handler is None or method.startswith(OPEN_PREFIXES):
             return handler
-        if method in ADMIN_METHODS:
+        if method in self.admin_methods:
             return guarded(handler, self.check_admin)
         if self.tokens:
             return guarded(handler, self.check_client)

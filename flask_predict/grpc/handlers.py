@@ -2,40 +2,36 @@
 
 A servicer is a plain object with one method per rpc of its service, taking the request
 message and returning the answer (or yielding answers, for a server-streaming rpc). The
-handlers built here deserialize with the classes of :mod:`.messages`, turn any
-:class:`~flask_predict.errors.PredictError` into its status code and message, and turn
-anything else into ``INTERNAL`` with a generic message (the cause is logged, never sent).
-Unary inference calls are counted in the app's metrics as the HTTP routes are (protocol
-``<name>_grpc``); who may call is checked before, by :mod:`.auth`'s interceptor.
+handlers built here deserialize with the classes of :mod:`.messages`, open and close each
+call's scope (:mod:`flask_predict.scope`: the same record, metrics and access line as a REST
+request, protocol ``<name>_grpc``, the verb its protocol's descriptor names, the client's
+deadline), turn any :class:`~flask_predict.errors.PredictError` into its status code and
+message, and anything else into ``INTERNAL`` with a generic message (the cause is logged,
+never sent). Who may call is checked before, by :mod:`.auth`'s interceptor.
 """
 
 from __future__ import annotations
 
 import logging
 import os
-from time import perf_counter
-from typing import TYPE_CHECKING, Any, Callable, Iterator
+import time
+from typing import Any, Callable, Iterator
 
 import grpc
 from google.protobuf.message import DecodeError
 
-from ..errors import Code, PredictError
-from ..record import RequestRecord, current_request
+from ..errors import Code, InvalidInput, PredictError
+from ..protocols import Protocol
+from ..scope import Scopes
 from .messages import POOL, message_class
-
-if TYPE_CHECKING:
-    from ..metrics import Metrics
 
 logger = logging.getLogger("flask_predict.grpc")
 
-INFERENCE_VERBS = {
-    "inference.GRPCInferenceService": {"ModelInfer": "predict"},
-    "tensorflow.serving.PredictionService": {"Predict": "predict", "Classify": "classify",
-                                             "Regress": "regress", "MultiInference": "predict"},
-}
-"""The unary rpcs that run a model, with the metrics ``verb`` they count as. grps's servicer
-counts its own ``Predict`` (protocol ``grps_grpc``): it answers failures inside an OK
-message, which only it knows."""
+NO_DEADLINE = 86400.0 * 365
+"""A deadline further away than this many seconds is no deadline."""
+REQUEST_ID_KEY = "x-request-id"
+"""Call metadata key of the client's request id (as the REST header), echoed back in the
+trailing metadata."""
 
 GRPC_STATUS: dict[Code, grpc.StatusCode] = {
     Code.INVALID_ARGUMENT: grpc.StatusCode.INVALID_ARGUMENT,
@@ -86,52 +82,77 @@ def _decoder(cls: Any) -> Callable[[bytes], Any]:
     return decode
 
 
-def _refuse_undecodable(request: Any, context: grpc.ServicerContext, method: str) -> None:
-    if isinstance(request, _Undecodable):
-        logger.info("%s: %s", method, request.reason)
-        context.abort(grpc.StatusCode.INVALID_ARGUMENT, request.reason)
+def _peer_address(context: grpc.ServicerContext) -> str:
+    """The client's address (``ipv4:127.0.0.1:5000`` -> ``127.0.0.1``), as REST's
+    ``REMOTE_ADDR``."""
+    peer = context.peer() or "-"
+    kind, _, rest = peer.partition(":")
+    if kind in ("ipv4", "ipv6"):
+        return rest.rsplit(":", 1)[0].strip("[]")
+    return peer
 
 
-def _abort(context: grpc.ServicerContext, exc: Exception, method: str) -> None:
-    error = as_error(exc, method)
-    context.abort(GRPC_STATUS[error.code], error.message)
+def _call_id(context: grpc.ServicerContext) -> str | None:
+    for key, value in context.invocation_metadata():
+        if key == REQUEST_ID_KEY and isinstance(value, str):
+            return value
+    return None
 
 
 class _Calls:
     """What every handler of one service shares."""
 
-    def __init__(self, service: str, metrics: Metrics | None, protocol: str) -> None:
+    def __init__(self, service: str, scopes: Scopes, protocol: Protocol,
+                 answer_status: Callable[[Any], int] | None) -> None:
         self.service = service
-        self.metrics = metrics
-        self.protocol = f"{protocol}_grpc"
-        self.worker = ((WORKER_KEY, str(os.getpid())),)
+        self.scopes = scopes
+        self.protocol = protocol
+        self.label = f"{protocol.name}_grpc"
+        self.answer_status = answer_status
+        """The HTTP-like status of an answer that reports a failure in an OK message
+        (grps); ``None``: an answer is 200."""
+        self.worker = (WORKER_KEY, str(os.getpid()))
+
+    def _open(self, request: Any, context: grpc.ServicerContext, name: str) -> Any:
+        left = context.time_remaining()
+        if left is not None and left > NO_DEADLINE:
+            left = None  # a call without a deadline reads as one in the far future
+        size = request.ByteSize() if not isinstance(request, _Undecodable) else 0
+        return self.scopes.open(
+            self.label, self.protocol.rpc_verb(name), _call_id(context), size, "POST",
+            f"/{self.service}/{name}", _peer_address(context),
+            None if left is None else time.monotonic() + left)
+
+    def _trailer(self, context: grpc.ServicerContext, record: Any) -> None:
+        context.set_trailing_metadata((self.worker, (REQUEST_ID_KEY, record.request_id)))
+
+    def _failed(self, context: grpc.ServicerContext, record: Any, exc: Exception,
+                method: str) -> tuple[grpc.StatusCode, str, int]:
+        """*exc* as the call's status code and message, and its HTTP-like status for the
+        record (logged once; the trailer set before the abort)."""
+        error = as_error(exc, method)
+        self._trailer(context, record)
+        return GRPC_STATUS[error.code], error.message, error.http_status
 
     def unary(self, call: Callable[[Any], Any], name: str
               ) -> Callable[[Any, grpc.ServicerContext], Any]:
         method = f"/{self.service}/{name}"
-        verbs = INFERENCE_VERBS.get(self.service, {}) if self.metrics is not None else {}
-        verb = verbs.get(name)
 
         def handle(request: Any, context: grpc.ServicerContext) -> Any:
-            context.set_trailing_metadata(self.worker)
-            _refuse_undecodable(request, context, method)
-            record = None
-            if verb is not None:
-                record = RequestRecord(self.protocol, verb, "-", False, request.ByteSize())
-                current_request.set(record)
-                self.metrics.started()  # type: ignore[union-attr]
-            status = 200
+            record = self._open(request, context, name)
+            status = 400
             try:
-                return call(request)
+                if isinstance(request, _Undecodable):
+                    raise InvalidInput(request.reason)
+                answer = call(request)
+                status = self.answer_status(answer) if self.answer_status else 200
+                self._trailer(context, record)
+                return answer
             except Exception as exc:
-                error = as_error(exc, method)
-                status = error.http_status
-                context.abort(GRPC_STATUS[error.code], error.message)
+                code, message, status = self._failed(context, record, exc, method)
+                context.abort(code, message)
             finally:
-                if record is not None:
-                    current_request.set(None)
-                    self.metrics.finished(  # type: ignore[union-attr]
-                        record, status, None, perf_counter())
+                self.scopes.close(record, status, None)
 
         return handle
 
@@ -140,22 +161,33 @@ class _Calls:
         method = f"/{self.service}/{name}"
 
         def handle(request: Any, context: grpc.ServicerContext) -> Iterator[Any]:
-            context.set_trailing_metadata(self.worker)
-            _refuse_undecodable(request, context, method)
+            record = self._open(request, context, name)
+            status = 400
             try:
-                yield from call(request)
+                if isinstance(request, _Undecodable):
+                    raise InvalidInput(request.reason)
+                status = 200
+                for answer in call(request):
+                    if self.answer_status is not None:
+                        status = max(status, self.answer_status(answer))
+                    yield answer
+                self._trailer(context, record)
             except Exception as exc:
-                _abort(context, exc, method)
+                code, message, status = self._failed(context, record, exc, method)
+                context.abort(code, message)
+            finally:
+                self.scopes.close(record, status, None)
 
         return handle
 
 
-def service_handler(service: str, servicer: object, metrics: Metrics | None = None,
-                    protocol: str = "") -> grpc.GenericRpcHandler:
-    """The handler of every rpc of *service* (its full name), bound to *servicer*;
-    *metrics* counts the inference calls of *protocol*."""
+def service_handler(service: str, servicer: object, scopes: Scopes,
+                    protocol: Protocol) -> grpc.GenericRpcHandler:
+    """The handler of every rpc of *service* (its full name), bound to *servicer*, each
+    call in a scope of *scopes* for *protocol*. A servicer whose answers report failures
+    themselves says how to read their status with an ``answer_status(answer)`` method."""
     descriptor = POOL.FindServiceByName(service)
-    calls = _Calls(service, metrics, protocol)
+    calls = _Calls(service, scopes, protocol, getattr(servicer, "answer_status", None))
     handlers: dict[str, grpc.RpcMethodHandler] = {}
     for method in descriptor.methods:
         call = getattr(servicer, method.name)

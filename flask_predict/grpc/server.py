@@ -3,57 +3,48 @@
 Every gunicorn worker binds the same ``PREDICT_GRPC_PORT`` with ``SO_REUSEPORT``: the
 kernel spreads new connections over the workers listening on it, so no model is loaded
 twice and no extra process exists. gRPC keeps a connection open for many calls, so calls
-are spread per connection, not per call (see docs/protocols/grpc.md). Services follow
-``PREDICT_PROTOCOLS``; the standard health service and server reflection are always on.
+are spread per connection, not per call (see docs/protocols/grpc.md). Services are those
+the protocols in ``PREDICT_PROTOCOLS`` describe (their servicers live in their own packages);
+the standard health service and server reflection are always on.
 """
 
 from __future__ import annotations
 
 import logging
 from concurrent.futures import ThreadPoolExecutor
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import grpc
 from grpc_health.v1 import health, health_pb2, health_pb2_grpc
 from grpc_reflection.v1alpha import reflection, reflection_pb2
 
 from ..errors import ConfigError
-from ..protocols.grps import dispatch
-from . import grps, kserve_v2, messages, tfserving
+from ..protocols import descriptors
+from ..scope import Scopes
+from ..state import PredictState
+from . import messages
 from .auth import TokenInterceptor
 from .handlers import service_handler
 
-if TYPE_CHECKING:  # Flask's side of the app state; only its type is needed here
-    from ..state import PredictState
-
 logger = logging.getLogger("flask_predict.grpc")
-
-SERVICES: dict[str, dict[str, Any]] = {
-    "tfserving": {"tensorflow.serving.PredictionService": tfserving.PredictionServicer,
-                  "tensorflow.serving.ModelService": tfserving.ModelServicer},
-    "kserve_v2": {"inference.GRPCInferenceService": kserve_v2.InferenceServicer},
-    "grps": {grps.SERVICE: grps.GrpsServicer},
-}
-"""``PREDICT_PROTOCOLS`` name -> the gRPC services (full name -> servicer class) it adds."""
 
 
 class Health(health.HealthServicer):  # type: ignore[misc]  # grpcio-health-checking: untyped
     """``grpc.health.v1.Health``: ``SERVING`` while the server is ready, as V2's
-    ``/v2/health/ready`` (for the grps service, also while grps is online); ``NOT_FOUND``
-    for another service.
+    ``/v2/health/ready`` (or as a service's own ``ready()`` says: grps's, also while the
+    server is online); ``NOT_FOUND`` for another service.
     ``Check`` answers from the live state and updates what ``Watch`` streams."""
 
-    def __init__(self, state: PredictState, services: list[str]) -> None:
+    def __init__(self, state: PredictState, servicers: dict[str, Any]) -> None:
         super().__init__()
         self._state = state
-        self._services = services
+        self._servicers = servicers
 
     def status(self, name: str) -> Any:
-        if name and name not in self._services:
+        if name and name not in self._servicers:
             return None
-        ready = self._state.service.ready
-        if name == grps.SERVICE:
-            ready = dispatch.is_ready(self._state)
+        own = getattr(self._servicers.get(name), "ready", None)
+        ready = own() if callable(own) else self._state.service.ready
         return (health_pb2.HealthCheckResponse.SERVING if ready
                 else health_pb2.HealthCheckResponse.NOT_SERVING)
 
@@ -84,13 +75,15 @@ class GrpcServer:
             options=[("grpc.so_reuseport", 1),
                      ("grpc.max_receive_message_length", settings.grpc_max_message_bytes),
                      ("grpc.max_send_message_length", -1)])
-        names = []
-        for protocol in settings.protocols:
-            for name, servicer in SERVICES.get(protocol, {}).items():
+        scopes = state.scopes or Scopes(state, settings, state.metrics)
+        servicers: dict[str, Any] = {}
+        for protocol in descriptors(settings.protocols):
+            for name, servicer_class in protocol.load_servicers().items():
+                servicers[name] = servicer = servicer_class(state)
                 self.server.add_generic_rpc_handlers((service_handler(
-                    name, servicer(state), state.metrics, protocol),))
-                names.append(name)
-        health_pb2_grpc.add_HealthServicer_to_server(Health(state, names), self.server)
+                    name, servicer, scopes, protocol),))
+        names = list(servicers)
+        health_pb2_grpc.add_HealthServicer_to_server(Health(state, servicers), self.server)
         for module in (health_pb2, reflection_pb2):
             messages.add_file(module.DESCRIPTOR.serialized_pb)
         reflection.enable_server_reflection(

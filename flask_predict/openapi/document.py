@@ -6,32 +6,29 @@ from __future__ import annotations
 import json
 import re
 from importlib.metadata import PackageNotFoundError, version as package_version
-
-from flask import Flask
+from typing import TYPE_CHECKING
 
 from ..config import STANDALONE_DEFAULTS, Settings, read_settings
-from . import aiplatform, grps, kserve_v2, tfserving
+from ..protocols import descriptor, descriptors
 from .schemas import Part, Schema, operation, response, shared_components
 
-PARTS: dict[str, Part] = {"aiplatform": aiplatform.PART, "tfserving": tfserving.PART,
-                          "kserve_v2": kserve_v2.PART, "grps": grps.PART}
-"""``PREDICT_PROTOCOLS`` name -> that protocol's share of the document."""
+if TYPE_CHECKING:
+    from flask import Flask
 
 BLUEPRINT = "predict_openapi"
 
-UNDOCUMENTED_ENDPOINTS = frozenset({
-    "predict_aiplatform.unknown_path",
-    "predict_tfserving.dispatch",
-    "predict_kserve_v2.unknown_path",
-    "predict_kserve_v2.unknown_root",
-    "predict_kserve_v2.unknown_root_slash",
-    "predict_grps.unknown_path",
-    "predict_grps.unknown_root",
-})
-"""Routes left out of the document: each only answers its protocol's error for a URL or
-method that is none of the protocol's routes (catch-alls such as ``/v2/<path:rest>``, other
-methods on ``/v2``), or sends TF Serving's odd spellings of a documented route to it
-(``/V1/models/...``). Every other route the extension registers is in the document."""
+UNDOCUMENTED_VERBS = frozenset({"unknown", "other"})
+"""Routes left out of the document, by their protocol's verb: each only answers its
+protocol's error for a URL or method that is none of the protocol's routes (catch-alls such
+as ``/v2/<path:rest>``, other methods on ``/v2``), or sends TF Serving's odd spellings of a
+documented route to it (``/V1/models/...``). Every other route the extension registers is in
+the document."""
+
+
+def part(name: str) -> Part:
+    """Protocol *name*'s share of the document."""
+    found: Part = descriptor(name).load_openapi()
+    return found
 
 IMPLICIT_METHODS = frozenset({"HEAD", "OPTIONS"})
 """Methods Flask adds to every rule on its own; the document lists the others."""
@@ -42,14 +39,14 @@ def build_document(settings: Settings) -> Schema:
     components: dict[str, dict[str, Schema]] = {}
     paths: dict[str, Schema] = {}
     tags = []
-    builders = [shared_components, *(PARTS[name].components for name in settings.protocols)]
+    builders = [shared_components, *(part(name).components for name in settings.protocols)]
     for build in builders:
         for kind, entries in build().items():
             components.setdefault(kind, {}).update(entries)
     for name in settings.protocols:
-        part = PARTS[name]
-        tags.append({"name": part.tag, "description": part.description})
-        paths.update(part.paths(settings))
+        found = part(name)
+        tags.append({"name": found.tag, "description": found.description})
+        paths.update(found.paths(settings))
     if settings.openapi_route:
         paths[settings.openapi_route] = {"get": operation(
             "openapi", "OpenAPI", "This document",
@@ -95,10 +92,16 @@ def document_operations(document: Schema) -> set[str]:
 def app_operations(app: Flask) -> set[str]:
     """``"METHOD /path"`` for every route flask-predict registered on *app* (its blueprints
     are all named ``predict_*``), written as the document writes paths (``<model>`` as
-    ``{model}``), less :data:`UNDOCUMENTED_ENDPOINTS`."""
+    ``{model}``), less the routes of :data:`UNDOCUMENTED_VERBS`."""
+    verbs = {f"predict_{protocol.name}": protocol for protocol in descriptors()}
     found: set[str] = set()
     for rule in app.url_map.iter_rules():
-        if not rule.endpoint.startswith("predict_") or rule.endpoint in UNDOCUMENTED_ENDPOINTS:
+        blueprint, _, _ = rule.endpoint.partition(".")
+        if not rule.endpoint.startswith("predict_"):
+            continue
+        protocol = verbs.get(blueprint)
+        view = app.view_functions[rule.endpoint].__name__
+        if protocol is not None and protocol.verb(view) in UNDOCUMENTED_VERBS:
             continue
         path = re.sub(r"<(?:[^>:]+:)?([^>]+)>", r"{\1}", rule.rule)
         found.update(f"{method} {path}" for method in (rule.methods or set()) -

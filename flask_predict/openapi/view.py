@@ -6,7 +6,8 @@ from flask import Blueprint, Response
 from flask.blueprints import BlueprintSetupState
 from flask.typing import ResponseReturnValue
 
-from ..state import EXTENSION_KEY, get_state
+from ..current import get_state
+from ..state import EXTENSION_KEY
 from .document import BLUEPRINT, build_document, dumps
 
 bp = Blueprint(BLUEPRINT, __name__)

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import logging
 import zlib
-from typing import Any, Callable, Iterable
+from typing import Any, Callable
 
 from flask import Response, current_app, request
 from flask.globals import _cv_request
@@ -12,10 +12,12 @@ from flask.typing import ResponseReturnValue
 from werkzeug.exceptions import ClientDisconnected, HTTPException, RequestEntityTooLarge
 from werkzeug.routing import RoutingException
 
-from .. import codecs, limits, memory
+from .. import codecs, memory
+from ..current import get_state
 from ..errors import InvalidInput, PayloadTooLarge, PredictError
-from ..state import get_state
-from ..types import Tensor
+from ..record import current_request
+from ..state import PredictState
+from ._body import parse_json
 
 logger = logging.getLogger("flask_predict.protocols")
 
@@ -26,6 +28,16 @@ ENCODINGS = {"gzip": 16 + zlib.MAX_WBITS, "x-gzip": 16 + zlib.MAX_WBITS,
 """``Content-Encoding`` -> zlib window bits (what TF Serving and tritonclient send)."""
 
 
+def request_state() -> PredictState:
+    """The app state the request being answered belongs to: its scope holds it (one
+    look-up), so a view asks once and hands it on."""
+    record = current_request.get()
+    if record is not None:
+        state: PredictState = record.state
+        return state
+    return get_state()
+
+
 def wsgi_environ() -> dict[str, Any]:
     """The request's WSGI environ, looked up without the ``request`` proxy (about a
     microsecond a look-up): views read headers from it where Werkzeug's parsed-header
@@ -34,11 +46,11 @@ def wsgi_environ() -> dict[str, Any]:
     return environ
 
 
-def read_body() -> bytes:
+def read_body(state: PredictState) -> bytes:
     """The request body, inflated per its ``Content-Encoding``: at most
     ``PREDICT_MAX_REQUEST_BYTES`` as sent and once inflated (413 past either), and at most
     ``PREDICT_MAX_INFLATE_RATIO`` times its compressed size."""
-    settings = get_state().settings
+    settings = state.settings
     limit = settings.max_request_bytes
     environ = wsgi_environ()
     body = _read_raw(environ, limit)
@@ -124,51 +136,12 @@ def inflate(body: bytes, encoding: str | None, limit: int, ratio: int) -> bytes:
     return data
 
 
-def read_json() -> Any:
+def read_json(state: PredictState) -> Any:
     """The body parsed as JSON (``NaN``/``Infinity`` allowed); 400 when it is not JSON.
 
     The Content-Type is not checked: clients that send none are served.
     """
-    return parse_json(read_body())
-
-
-def parse_json(body: bytes, parse: Callable[[bytes], Any] = codecs.loads) -> Any:
-    """*body* parsed by *parse*, at most ``PREDICT_MAX_JSON_DEPTH`` levels deep."""
-    if not body or body.isspace():
-        raise InvalidInput("JSON Parse error: The document is empty")
-    document = parse(body)
-    codecs.check_depth(body, get_state().settings.limits.max_json_depth)
-    return document
-
-
-MATRIX_DEPTH = 3
-"""How deeply ``{"<key>": [[...], ...]}`` nests."""
-
-
-def number_matrix(body: bytes, key: str) -> Tensor | None:
-    """``codecs.number_matrix`` within ``PREDICT_MAX_JSON_DEPTH``: under a limit of 2 the
-    body is left to the full parse, which refuses it."""
-    if get_state().settings.limits.max_json_depth < MATRIX_DEPTH:
-        return None
-    return codecs.number_matrix(body, key)
-
-
-def read_json_object() -> dict[str, Any]:
-    """The body as a JSON object; 400 for any other JSON value."""
-    body = read_json()
-    if not isinstance(body, dict):
-        raise InvalidInput(f"the request body must be a JSON object, got {json_kind(body)}")
-    return body
-
-
-def check_instances(count: int) -> None:
-    """413 when one request holds more than ``PREDICT_MAX_INSTANCES`` instances."""
-    limits.check_instances(get_state().settings.limits, count)
-
-
-def check_elements(shape: Iterable[int], name: str) -> None:
-    """413 when input *name* of *shape* holds more than ``PREDICT_MAX_TENSOR_ELEMENTS``."""
-    limits.check_elements(get_state().settings.limits, shape, name)
+    return parse_json(read_body(state), state.settings.limits)
 
 
 def json_response(payload: Any, status: int = 200) -> Response:
@@ -225,12 +198,6 @@ def json_error(exc: Exception) -> Response:
     """The ``{"error": "<message>"}`` body that AI Platform, TF Serving and V2 share."""
     error = as_predict_error(exc)
     return json_response({"error": error.message}, error.http_status)
-
-
-def json_kind(value: Any) -> str:
-    """What a decoded JSON value is, for messages: "an array", "a string", ..."""
-    return {list: "an array", str: "a string", bool: "a boolean", type(None): "null"}.get(
-        type(value), "a number")
 
 
 def plain_error(exc: Exception, challenge: str) -> Response:

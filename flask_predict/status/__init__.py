@@ -17,9 +17,11 @@ from flask import Blueprint, render_template
 from flask.typing import ResponseReturnValue
 
 from .. import auth
+from ..current import get_state
+from ..protocols import descriptors
 from ..protocols._http import json_response, plain_error
 from ..served import ServedModel
-from ..state import PredictState, get_state
+from ..state import PredictState
 from ..traffic import Snapshot, Totals
 
 bp = Blueprint("predict_status", __name__, template_folder="templates",
@@ -30,8 +32,13 @@ bp = Blueprint("predict_status", __name__, template_folder="templates",
 def page() -> ResponseReturnValue:
     auth.require_token()
     state = get_state()
+    served = [protocol for protocol in descriptors(state.settings.protocols)
+              if protocol.try_request is not None]
     return render_template("flask_predict/status.html", server=state.settings.server_name,
-                           models=describe(state), protocols=state.settings.protocols,
+                           models=describe(state),
+                           protocols=[protocol.name for protocol in served],
+                           try_requests={protocol.name: vars(protocol.try_request)
+                                         for protocol in served},
                            prefix=state.settings.url_prefix,
                            metrics=state.metrics is not None)
 

@@ -1,18 +1,23 @@
-"""The shape of the house: no import cycles, a Flask-free core and plugins, front ends that
-go through the service only."""
+"""The shape of the house, as docs/layers.toml states it: no import cycles, the parts and the
+reaches between them that must never happen, a Flask-free core, protocol halves and plugins."""
 
 from __future__ import annotations
 
 import ast
+import fnmatch
 import subprocess
 import sys
 import textwrap
+import tomllib
+from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import pytest
 
 ROOT = Path(__file__).resolve().parents[2]
 PACKAGE = ROOT / "flask_predict"
+LAYERS = ROOT / "docs" / "layers.toml"
 PLUGINS = ("flask_predict_sklearn", "flask_predict_xgboost", "flask_predict_custom",
            "flask_predict_tensorflow")
 
@@ -28,26 +33,159 @@ def modules() -> dict[str, Path]:
     return {module_name(p): p for p in PACKAGE.rglob("*.py")}
 
 
+@dataclass(frozen=True)
+class Reach:
+    """One import (or attribute reach) a module makes, and how."""
+
+    target: str
+    line: int
+    how: str
+    """``runtime`` (top level), ``deferred`` (in a function), ``type-only``
+    (``if TYPE_CHECKING:``) or ``attribute``."""
+
+
+def _type_checking(node: ast.If) -> bool:
+    test = node.test
+    return (isinstance(test, ast.Name) and test.id == "TYPE_CHECKING") or (
+        isinstance(test, ast.Attribute) and test.attr == "TYPE_CHECKING")
+
+
+def reaches(name: str, source: str, known: set[str], is_package: bool = False) -> list[Reach]:
+    """Every import *name* makes (absolute names; ``from .x import y`` counts as importing
+    ``x.y`` when that is a module of *known*, else ``x``), each with how it is made, and every
+    attribute it reaches (``Reach("watcher", line, "attribute")``)."""
+    package = name if is_package else name.rpartition(".")[0]
+    found: list[Reach] = []
+
+    def visit(node: ast.AST, how: str) -> None:
+        for child in ast.iter_child_nodes(node):
+            child_how = how
+            if isinstance(child, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda)):
+                child_how = "deferred" if how == "runtime" else how
+            elif isinstance(child, ast.If) and _type_checking(child):
+                child_how = "type-only"
+            if isinstance(child, ast.Import):
+                found.extend(Reach(a.name, child.lineno, how) for a in child.names)
+            elif isinstance(child, ast.ImportFrom):
+                if child.level:
+                    base = package.split(".")
+                    base = base[:len(base) - child.level + 1]
+                    target = ".".join(base + ([child.module] if child.module else []))
+                else:
+                    target = child.module or ""
+                for alias in child.names:
+                    sub = f"{target}.{alias.name}"
+                    found.append(Reach(sub if sub in known else target, child.lineno, how))
+            elif isinstance(child, ast.Attribute):
+                found.append(Reach(child.attr, child.lineno, "attribute"))
+            visit(child, child_how)
+
+    visit(ast.parse(source), "runtime")
+    return list(dict.fromkeys(found))  # ``from x import a, b``: one reach
+
+
 def imports(name: str, path: Path, known: set[str]) -> set[str]:
-    """Every flask_predict module *name* imports: at the top, in functions, under
-    ``TYPE_CHECKING``; ``from .x import y`` counts as importing ``x.y`` when that is a
-    module, else ``x``."""
-    package = name if path.name == "__init__.py" else name.rpartition(".")[0]
-    found: set[str] = set()
-    for node in ast.walk(ast.parse(path.read_text(), str(path))):
-        if isinstance(node, ast.Import):
-            found.update(a.name for a in node.names)
-        elif isinstance(node, ast.ImportFrom):
-            if node.level:
-                base = package.split(".")
-                base = base[:len(base) - node.level + 1]
-                target = ".".join(base + ([node.module] if node.module else []))
-            else:
-                target = node.module or ""
-            for alias in node.names:
-                sub = f"{target}.{alias.name}"
-                found.add(sub if sub in known else target)
-    return {m for m in found if m in known and m != name}
+    """The flask_predict modules *name* imports, in any way."""
+    return {r.target for r in reaches(name, path.read_text(), known, path.name == "__init__.py")
+            if r.how != "attribute" and r.target in known and r.target != name}
+
+
+def load_layers() -> dict[str, Any]:
+    with LAYERS.open("rb") as file:
+        return tomllib.load(file)
+
+
+def part_of(module: str, parts: dict[str, list[str]]) -> str | None:
+    for part, patterns in parts.items():
+        if any(fnmatch.fnmatchcase(module, pattern) for pattern in patterns):
+            return part
+    return None
+
+
+def violations(name: str, source: str, known: set[str], layers: dict[str, Any],
+               is_package: bool = False) -> list[str]:
+    """What *name* (of *source*) does that a rule of *layers* forbids, one line each."""
+    part = part_of(name, layers["parts"])
+    found: list[str] = []
+    made = reaches(name, source, known, is_package)
+    for rule in layers["rules"]:
+        if part not in rule["parts"]:
+            continue
+        for reach in made:
+            if reach.how == "attribute":
+                if reach.target in rule.get("never_reach", ()):
+                    found.append(f"{name}:{reach.line} reaches .{reach.target}")
+                continue
+            if any(fnmatch.fnmatchcase(reach.target, pattern)
+                   for pattern in rule.get("never_import", ())):
+                found.append(f"{name}:{reach.line} imports {reach.target} ({reach.how})")
+            own = rule.get("each_own")  # a package pattern: flask_predict.protocols.*
+            if own and fnmatch.fnmatchcase(reach.target, own):
+                depth = own.count(".") + 1
+                mine, theirs = name.split(".")[:depth], reach.target.split(".")[:depth]
+                if theirs[-1].startswith("_"):
+                    continue  # a helper every protocol shares (_http, _body)
+                if len(mine) == depth and mine != theirs:
+                    found.append(f"{name}:{reach.line} imports another protocol's "
+                                 f"{reach.target} ({reach.how})")
+    return found
+
+
+def test_every_module_is_in_a_part() -> None:
+    parts = load_layers()["parts"]
+    assert [name for name in modules() if part_of(name, parts) is None] == []
+
+
+def test_no_part_reaches_where_a_rule_forbids() -> None:
+    layers = load_layers()
+    found = modules()
+    known = set(found)
+    broken = [line for name, path in sorted(found.items())
+              for line in violations(name, path.read_text(), known, layers,
+                                     path.name == "__init__.py")]
+    assert broken == [], "\n".join(broken)
+
+
+OLD_REPOSITORY_EXT = '''
+from typing import TYPE_CHECKING
+
+from . import wire
+
+if TYPE_CHECKING:  # Flask's side of the app state; only its type is needed here
+    from ...state import PredictState
+    from ...watcher import Watcher
+
+
+def load(state: PredictState, name: str) -> None:
+    watcher = state.watcher
+    watcher.unloaded.discard(name)
+    watcher.poll_now(state.settings.load_wait_seconds)
+'''
+"""How V2's repository extension drove the watcher before model control moved behind the
+service: a type-only import and an attribute reach, both of which the rules catch."""
+
+
+def test_the_rules_catch_a_front_end_driving_the_watcher() -> None:
+    found = modules()
+    broken = violations("flask_predict.protocols.kserve_v2.repository_ext", OLD_REPOSITORY_EXT,
+                        set(found), load_layers())
+    assert any("imports flask_predict.watcher (type-only)" in line for line in broken), broken
+    assert any("reaches .watcher" in line for line in broken), broken
+    assert any("reaches .unloaded" in line for line in broken), broken
+
+
+def test_the_rules_catch_flask_in_the_core_and_one_protocol_in_another() -> None:
+    known = set(modules())
+    layers = load_layers()
+    deferred = "def f():\n    from flask import request\n"
+    assert violations("flask_predict.service", deferred, known, layers) == [
+        "flask_predict.service:2 imports flask (deferred)"]
+    across = "from ..tfserving.wire import V2_TO_DT\n"
+    assert violations("flask_predict.protocols.grps.wire", across, known, layers) == [
+        "flask_predict.protocols.grps.wire:1 imports another protocol's "
+        "flask_predict.protocols.tfserving.wire (runtime)"]
+    assert violations("flask_predict.protocols.grps.wire", "from . import yaml_text\n", known,
+                      layers) == []
 
 
 def test_no_import_cycles_anywhere_in_the_package() -> None:
@@ -71,28 +209,18 @@ def test_no_import_cycles_anywhere_in_the_package() -> None:
     assert cycles == [], "import cycles:\n" + "\n".join(" -> ".join(c) for c in cycles)
 
 
-def test_front_ends_never_reach_past_the_service() -> None:
-    found = modules()
-    offenders = {}
-    for name, path in found.items():
-        if ".protocols" in name or name.startswith("flask_predict.grpc"):
-            reached = imports(name, path, set(found)) & {"flask_predict.repository",
-                                                         "flask_predict.plugins"}
-            text = path.read_text()
-            if reached or ".predictor." in text or "state.repository" in text:
-                offenders[name] = sorted(reached) or ["calls a predictor or the repository"]
-    assert offenders == {}
+def flask_free_modules() -> list[str]:
+    """The core's modules and the non-Flask halves of the protocols and the transport."""
+    parts = load_layers()["parts"]
+    return sorted(name for name in modules()
+                  if part_of(name, parts) in ("core", "protocol", "transport", "face"))
 
 
-CORE = ("flask_predict", "flask_predict.predictor", "flask_predict.codecs",
-        "flask_predict.service", "flask_predict.repository", "flask_predict.warmup",
-        "flask_predict.plugins", "flask_predict.artifacts", "flask_predict.served")
-
-
-@pytest.mark.parametrize("group", [CORE, PLUGINS], ids=["core", "plugins"])
-def test_core_and_plugins_import_with_flask_blocked(group: tuple[str, ...]) -> None:
-    """A predictor sees numpy, never Flask: a worker of another web stack (or the gRPC
-    server) can load every plugin."""
+@pytest.mark.parametrize("group", [tuple(flask_free_modules()), PLUGINS],
+                         ids=["core-protocols-transport", "plugins"])
+def test_flask_free_parts_and_plugins_import_with_flask_blocked(group: tuple[str, ...]) -> None:
+    """A predictor sees numpy, never Flask; the gRPC side of every protocol and the core run
+    without Flask (a worker of another web stack, or the gRPC server, can use them)."""
     script = textwrap.dedent(f"""
         import importlib, sys
         sys.modules["flask"] = None  # any "import flask" now raises ImportError
@@ -112,6 +240,8 @@ def test_the_import_graph_is_read() -> None:
     found = modules()
     extension = imports("flask_predict.extension", found["flask_predict.extension"], set(found))
     assert {"flask_predict.service", "flask_predict.state", "flask_predict.protocols"} <= extension
+    name = "flask_predict.protocols.kserve_v2.repository_ext"
+    assert "flask_predict.service" in imports(name, found[name], set(found))
 
 
 def test_the_flask_side_is_still_one_import_away() -> None:

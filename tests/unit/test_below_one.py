@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 
 from flask_predict import codecs
-from flask_predict.codecs import below_one, cells, digits, printing
+from flask_predict.codecs.tfnumbers import below_one, cells, digits, writer as printing
 from flask_predict.protocols.tfserving import wire
 from flask_predict.types import Tensor
 

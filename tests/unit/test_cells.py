@@ -10,7 +10,8 @@ import numpy as np
 import pytest
 
 from flask_predict import codecs
-from flask_predict.codecs import cells, digits, printing
+from flask_predict.codecs import tfnumbers
+from flask_predict.codecs.tfnumbers import cells, digits, writer as printing
 from flask_predict.protocols.tfserving import wire
 from flask_predict.types import Tensor
 
@@ -50,10 +51,10 @@ def random_outputs(rng: np.random.Generator, batch: int) -> dict[str, Tensor]:
 def both_ways(monkeypatch: pytest.MonkeyPatch, encode: Any) -> tuple[bytes, bytes]:
     """*encode()* printed by the string path and by the grid path."""
     monkeypatch.setattr(cells, "GRID_FROM", 10 ** 9)
-    monkeypatch.setattr(codecs, "GRID_FROM", 10 ** 9)
+    monkeypatch.setattr(tfnumbers, "GRID_FROM", 10 ** 9)
     monkeypatch.setattr(printing, "GRID_FROM", 10 ** 9)
     strings = codecs.dumps_tfserving(encode())
-    monkeypatch.setattr(codecs, "GRID_FROM", 1)
+    monkeypatch.setattr(tfnumbers, "GRID_FROM", 1)
     monkeypatch.setattr(printing, "GRID_FROM", 1)
     grid = codecs.dumps_tfserving(encode())
     return strings, grid
@@ -168,7 +169,7 @@ def test_a_small_row_answer_is_the_whole_body() -> None:
                                                                        [0.6, 0.4]])}
     for exact in (True, False):
         answer = wire.encode_predict(outputs, True, exact)
-        assert isinstance(answer, codecs.Raw)
+        assert isinstance(answer, tfnumbers.Raw)
         assert json.loads(codecs.dumps_tfserving(answer, exact)) == {"predictions": [
             {"predict": 1, "predict_proba": [0.25, 0.75]},
             {"predict": 0, "predict_proba": [0.6, 0.4]}]}

@@ -9,6 +9,7 @@ import numpy as np
 import pytest
 
 from flask_predict import codecs
+from flask_predict.codecs import tfnumbers
 from flask_predict.errors import InvalidInput
 from flask_predict.types import Signature, TensorSpec
 
@@ -236,7 +237,7 @@ def test_v2_infer_body_with_a_nul_in_a_key_is_read_as_loads_reads_it() -> None:
 def test_fill_rows_answers_what_percent_does(row: str, count: int) -> None:
     slots = row.replace("%%", "").count("%s")
     texts = [f"t{index}%s" for index in range(slots * count)]  # a % in a text stays as it is
-    assert codecs.fill_rows(row, count, texts) == ("[" + ",".join([row] * count) + "]") % tuple(
+    assert tfnumbers.fill_rows(row, count, texts) == ("[" + ",".join([row] * count) + "]") % tuple(
         texts)
 
 

@@ -9,6 +9,7 @@ import pytest
 
 from flask_predict.config import config_from_environ, read_settings
 from flask_predict.errors import ConfigError
+from flask_predict.protocols.aiplatform.settings import of as aiplatform_settings
 from flask_predict.types import VersionPolicy
 
 
@@ -107,9 +108,9 @@ def test_tfserving_environment() -> None:
 def test_vertex_environment() -> None:
     config = config_from_environ({"AIP_PREDICT_ROUTE": "/v1/endpoints/1/deployedModels/2:predict",
                                   "AIP_HEALTH_ROUTE": "/v1/endpoints/1/deployedModels/2"})
-    settings = read_settings(config)
-    assert settings.vertex_predict_route == "/v1/endpoints/1/deployedModels/2:predict"
-    assert settings.vertex_health_route == "/v1/endpoints/1/deployedModels/2"
+    section = aiplatform_settings(read_settings(config))
+    assert section.vertex_predict_route == "/v1/endpoints/1/deployedModels/2:predict"
+    assert section.vertex_health_route == "/v1/endpoints/1/deployedModels/2"
     with pytest.raises(ConfigError, match="must be a path"):
         read_settings({"PREDICT_VERTEX_HEALTH_ROUTE": "health"})
 

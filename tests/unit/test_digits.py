@@ -7,7 +7,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from flask_predict.codecs import digits, printing
+from flask_predict.codecs.tfnumbers import digits, writer as printing
 from flask_predict.types import Tensor
 
 pytestmark = pytest.mark.skipif(not digits.VECTORISED,

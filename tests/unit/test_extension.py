@@ -192,7 +192,7 @@ def test_loading_in_the_background_answers_liveness_first(model_root: Path) -> N
             == "LOADING"
     finally:
         release.set()
-    assert app.extensions["predict"].watcher.wait_first_load(30)
+    assert app.extensions["predict"].service.control.watcher.wait_first_load(30)
     assert client.get("/v2/health/ready").status_code == 200
     assert client.post("/v1/projects/p/models/s:predict",
                        json={"instances": [1]}).get_json() == {"predictions": [1]}
@@ -219,7 +219,8 @@ def test_requests_during_the_first_load_wait_for_it(model_root: Path) -> None:
 
 
 def test_get_state_is_the_current_apps_own(model_config: dict[str, Any]) -> None:
-    from flask_predict.state import EXTENSION_KEY, get_state
+    from flask_predict.current import get_state
+    from flask_predict.state import EXTENSION_KEY
 
     first, second = host_app(), host_app()
     for app in (first, second):

@@ -14,7 +14,7 @@ from flask.testing import FlaskClient
 from prometheus_client.parser import text_string_to_metric_families
 
 from flask_predict import access_log
-from flask_predict.state import get_state
+from flask_predict.current import get_state
 from tests.conftest import AppFactory
 
 ROW = [5.1, 3.5, 1.4, 0.2]
@@ -186,15 +186,29 @@ def test_embedded_apps_serve_no_metrics_route_or_status_page(
     assert mounted.get("/ops/metrics").status_code == 200
 
 
-def test_every_protocol_view_has_a_verb(make_app: AppFactory,
-                                        model_config: dict[str, Any]) -> None:
-    from flask_predict.observe import VERBS
+def test_every_protocol_view_and_rpc_has_a_verb(make_app: AppFactory,
+                                                model_config: dict[str, Any]) -> None:
+    """Each route's and rpc's verb is its protocol descriptor's (none falls back to its own
+    name), and every verb is one the metrics and access lines know."""
+    from flask_predict.grpc.messages import POOL
+    from flask_predict.protocols import descriptor, descriptors
 
+    known = {"predict", "classify", "regress", "health", "metadata", "status", "admin",
+             "monitor", "unknown", "other"}
     app = make_app({"iris": model_config["iris"]}, vertex_predict_route="/predict",
                    vertex_health_route="/health")
-    names = {view.__name__ for endpoint, view in app.view_functions.items()
-             if endpoint.startswith("predict_")}
-    assert names - set(VERBS) == set()
+    for endpoint, view in app.view_functions.items():
+        blueprint = endpoint.partition(".")[0]
+        if blueprint.startswith("predict_") and blueprint.removeprefix("predict_") in \
+                {protocol.name for protocol in descriptors()}:
+            protocol = descriptor(blueprint.removeprefix("predict_"))
+            assert view.__name__ in protocol.verbs, endpoint
+            assert protocol.verb(view.__name__) in known
+    for protocol in descriptors():
+        for service in protocol.services:
+            for method in POOL.FindServiceByName(service).methods:
+                assert method.name in protocol.rpc_verbs, (service, method.name)
+                assert protocol.rpc_verb(method.name) in known
 
 
 def test_metrics_buckets_and_in_flight_count_exactly(monkeypatch: pytest.MonkeyPatch) -> None:

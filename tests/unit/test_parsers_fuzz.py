@@ -20,6 +20,7 @@ from hypothesis import HealthCheck, given, settings, strategies as st
 
 from flask_predict import codecs
 from flask_predict.codecs import parsing
+from flask_predict.codecs.dtypes import FLOAT_DATATYPES
 from flask_predict.errors import InvalidInput
 
 FUZZ = settings(max_examples=150, deadline=None,
@@ -182,7 +183,7 @@ def check_v2_infer(got: Any, expected: Any) -> None:
         data = tensor["data"]
         if isinstance(data, np.ndarray):  # the fast path: only for plain numbers
             flat = flat_numbers(want["data"])
-            assert flat is not None and want["datatype"] in codecs.FLOAT_DATATYPES
+            assert flat is not None and want["datatype"] in FLOAT_DATATYPES
             assert np.array_equal(data, np.asarray(flat, dtype=np.float64), equal_nan=True)
             assert {k: v for k, v in tensor.items() if k != "data"} == {
                 k: v for k, v in want.items() if k != "data"}
@@ -207,7 +208,7 @@ def depth(value: Any) -> int:
 @FUZZ
 @given(documents())
 def test_nesting_depth_counts_what_json_nests(text: str) -> None:
-    assert codecs.nesting_depth(text.encode()) == depth(json.loads(text, object_pairs_hook=Pairs))
+    assert parsing.nesting_depth(text.encode()) == depth(json.loads(text, object_pairs_hook=Pairs))
 
 
 @FUZZ

@@ -6,7 +6,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from flask_predict.codecs import digits, printing, singles
+from flask_predict.codecs.tfnumbers import digits, singles, writer as printing
 
 
 def rule_text(array: np.ndarray) -> bytes:

@@ -125,7 +125,7 @@ def test_init_app_starts_and_close_app_stops_the_watcher(config_file: Path) -> N
     app = Flask("watched")
     app.config.update(PREDICT_MODEL_CONFIG_FILE=str(config_file), PREDICT_POLL_SECONDS=0.05)
     FlaskPredict(app)
-    watcher = app.extensions["predict"].watcher
+    watcher = app.extensions["predict"].service.control.watcher
     assert watcher is not None and watcher.running
     assert any(t.name == "flask-predict-watcher" for t in threading.enumerate())
     close_app(app)
@@ -136,7 +136,7 @@ def test_no_watcher_when_polling_is_off(config_file: Path) -> None:
     app = Flask("unwatched")
     app.config.update(PREDICT_MODEL_CONFIG_FILE=str(config_file), PREDICT_POLL_SECONDS=0)
     FlaskPredict(app)
-    assert app.extensions["predict"].watcher is None
+    assert app.extensions["predict"].service.control.watcher is None
     close_app(app)
 
 

@@ -15,7 +15,8 @@ from flask import Response
 from flask.typing import ResponseReturnValue
 
 from ...errors import Code, ModelNotFound
-from ...state import get_state
+from ...state import PredictState
+from . import settings
 from .._http import as_predict_error, json_response
 
 STATUS: dict[Code, tuple[int, str]] = {
@@ -78,7 +79,7 @@ def enveloped(view: Callable[..., ResponseReturnValue]) -> Callable[..., Respons
     return wrapper
 
 
-def project_allowed(project: str) -> bool:
+def project_allowed(state: PredictState, project: str) -> bool:
     """Whether ``PREDICT_AIPLATFORM_PROJECTS`` (default: any project) accepts *project*."""
-    projects = get_state().settings.aiplatform_projects
+    projects = settings.of(state.settings).projects
     return projects is None or project in projects

@@ -4,11 +4,11 @@ from __future__ import annotations
 
 from typing import Any, Callable
 
-from ... import codecs
+from ... import limits
 from ...errors import InvalidInput
 from ...served import LoadedVersion
-from ...service import ModelService
-from .._http import check_elements, check_instances, json_kind, number_matrix, parse_json
+from ...state import PredictState
+from .._body import json_kind, number_matrix, parse_json
 
 Decoder = Callable[[Any], tuple[list[Any], dict[str, Any]]]
 """Splits a parsed body into the instances and the predictor's keyword arguments."""
@@ -48,20 +48,21 @@ def decode_vertex(body: Any) -> tuple[list[Any], dict[str, Any]]:
     return instances, {"parameters": body["parameters"]} if "parameters" in body else {}
 
 
-def run_predict(service: ModelService, body: bytes, loaded: LoadedVersion,
+def run_predict(state: PredictState, body: bytes, loaded: LoadedVersion,
                 decode: Decoder = decode_predict) -> list[Any]:
     """Decode a predict body with *decode* and run it on *loaded* (held by the caller).
 
     A body that is only a matrix of numbers skips the JSON values (``number_matrix``) when
     the model takes tensors; every other body is decoded, and checked, in full first.
     """
-    matrix = number_matrix(body, "instances")
+    bounds = state.settings.limits
+    matrix = number_matrix(body, "instances", bounds)
     if matrix is not None:
-        check_instances(len(matrix))
-        check_elements(matrix.shape, "instances")
-        predictions = service.predict_matrix(loaded, matrix)
+        limits.check_instances(bounds, len(matrix))
+        limits.check_elements(bounds, matrix.shape, "instances")
+        predictions = state.service.predict_matrix(loaded, matrix)
         if predictions is not None:
             return predictions
-    instances, kwargs = decode(parse_json(body))
-    check_instances(len(instances))
-    return service.predict_instances(loaded, instances, kwargs)
+    instances, kwargs = decode(parse_json(body, bounds))
+    limits.check_instances(bounds, len(instances))
+    return state.service.predict_instances(loaded, instances, kwargs)

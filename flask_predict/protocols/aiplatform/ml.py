@@ -17,8 +17,8 @@ from flask.typing import ResponseReturnValue
 
 from ...errors import ModelNotFound, ModelNotReady
 from ...served import LoadedVersion
-from ...state import PredictState, get_state
-from .._http import json_response, read_body
+from ...state import PredictState
+from .._http import json_response, read_body, request_state
 from .blueprint import bp
 from .envelope import GoogleError, not_found, project_allowed
 from .instances import run_predict
@@ -33,7 +33,7 @@ def holding_version(state: PredictState, project: str, model: str,
     """Hold the version ``projects/<project>/models/<model>[/versions/<version>]`` names (a
     version name, else a number); routing errors in Google's envelope, worded as AI
     Platform words them."""
-    if not project_allowed(project):
+    if not project_allowed(state, project):
         raise not_found(f'The project resource: "{project}" was not found.', "name")
     service = state.service
     try:
@@ -52,9 +52,9 @@ def holding_version(state: PredictState, project: str, model: str,
 @bp.post("/v1/projects/<project>/models/<model>:predict")
 @bp.post("/v1/projects/<project>/models/<model>/versions/<version>:predict")
 def predict(project: str, model: str, version: str | None = None) -> ResponseReturnValue:
-    state = get_state()
+    state = request_state()
     with holding_version(state, project, model, version) as loaded:
-        predictions = run_predict(state.service, read_body(), loaded)
+        predictions = run_predict(state, read_body(state), loaded)
     return json_response({"predictions": predictions})
 
 
@@ -64,7 +64,7 @@ def describe(project: str, model: str, version: str | None = None) -> ResponseRe
     if ":" in model or ":" in (version or ""):  # a custom verb such as :predict, by GET
         return unknown_path(f"{project}/models/{model}" + (f"/versions/{version}" if version
                                                             else ""))
-    state = get_state()
+    state = request_state()
     resource = f"projects/{project}/models/{model}"
     with holding_version(state, project, model, version) as loaded:
         if version is None:

@@ -20,8 +20,9 @@ from flask.typing import ResponseReturnValue
 
 from ...errors import ModelNotFound, ModelNotReady, PredictError
 from ...served import LoadedVersion
-from ...state import PredictState, get_state
-from .._http import json_response, read_body
+from ...state import EXTENSION_KEY, PredictState
+from .._http import json_response, read_body, request_state
+from . import settings
 from .blueprint import bp
 from .envelope import GoogleError, enveloped, not_found, project_allowed
 from .instances import decode_vertex, run_predict
@@ -33,8 +34,8 @@ def holding_endpoint(state: PredictState, project: str, location: str,
                      endpoint: str) -> LoadedVersion:
     """Hold the version an endpoint serves; any failure is a :class:`GoogleError`."""
     name = f"projects/{project}/locations/{location}/endpoints/{endpoint}"
-    endpoints = state.settings.vertex_endpoints
-    if not project_allowed(project) or (endpoints is not None and endpoint not in endpoints):
+    endpoints = settings.of(state.settings).vertex_endpoints
+    if not project_allowed(state, project) or (endpoints is not None and endpoint not in endpoints):
         raise not_found(f"Endpoint `{name}` not found.")
     model, version = (endpoint, None) if endpoints is None else endpoints[endpoint]
     try:
@@ -50,9 +51,9 @@ def holding_endpoint(state: PredictState, project: str, location: str,
 @bp.post(ENDPOINT + ":predict")
 @enveloped
 def endpoint_predict(project: str, location: str, endpoint: str) -> ResponseReturnValue:
-    state = get_state()
+    state = request_state()
     with holding_endpoint(state, project, location, endpoint) as loaded:
-        predictions = run_predict(state.service, read_body(), loaded, decode_vertex)
+        predictions = run_predict(state, read_body(state), loaded, decode_vertex)
     return json_response({
         "predictions": predictions,
         "deployedModelId": loaded.name,
@@ -65,28 +66,29 @@ def endpoint_predict(project: str, location: str, endpoint: str) -> ResponseRetu
 @bp.post(ENDPOINT + ":rawPredict")
 def endpoint_raw_predict(project: str, location: str, endpoint: str) -> ResponseReturnValue:
     """The body goes to the model as a custom container's predict route takes it."""
-    state = get_state()
+    state = request_state()
     with holding_endpoint(state, project, location, endpoint) as loaded:
-        predictions = run_predict(state.service, read_body(), loaded)
+        predictions = run_predict(state, read_body(state), loaded)
     return json_response({"predictions": predictions})
 
 
 @bp.record
 def add_container_routes(setup: BlueprintSetupState) -> None:
     """Vertex AI's routes, when its environment names them (``AIP_*_ROUTE``)."""
-    settings = setup.app.extensions["predict"].settings
-    if settings.vertex_predict_route:
-        setup.add_url_rule(settings.vertex_predict_route, "vertex_predict", vertex_predict,
+    section = settings.of(setup.app.extensions[EXTENSION_KEY].settings)
+    if section.vertex_predict_route:
+        setup.add_url_rule(section.vertex_predict_route, "vertex_predict", vertex_predict,
                            methods=["POST"])
-    if settings.vertex_health_route:
-        setup.add_url_rule(settings.vertex_health_route, "vertex_health", vertex_health,
+    if section.vertex_health_route:
+        setup.add_url_rule(section.vertex_health_route, "vertex_health", vertex_health,
                            methods=["GET"])
 
 
 def vertex_model(state: PredictState) -> str:
     """The model a Vertex AI container serves: the configured one, or the only one."""
-    if state.settings.vertex_model:
-        return state.settings.vertex_model
+    model = settings.of(state.settings).vertex_model
+    if model:
+        return model
     names = state.service.names()
     if len(names) != 1:
         raise ModelNotFound(f"set PREDICT_VERTEX_MODEL: this server has models {names}")
@@ -95,16 +97,16 @@ def vertex_model(state: PredictState) -> str:
 
 def vertex_predict() -> ResponseReturnValue:
     """``{"instances": [...], "parameters": {...}}`` -> ``{"predictions": [...]}``."""
-    state = get_state()
+    state = request_state()
     with state.service.use(vertex_model(state)) as loaded:
-        predictions = run_predict(state.service, read_body(), loaded)
+        predictions = run_predict(state, read_body(state), loaded)
     return json_response({"predictions": predictions})
 
 
 def vertex_health() -> ResponseReturnValue:
     """200 ``{}`` once this worker serves the deployed model (Vertex AI polls it); 503 with
     the reason before that, and when no model is configured."""
-    state = get_state()
+    state = request_state()
     if not state.service.names():
         raise ModelNotReady("no model is configured: set FLASK_PREDICT_MODELS, "
                             "FLASK_PREDICT_MODEL_CONFIG_FILE, MODEL_NAME or AIP_STORAGE_URI")

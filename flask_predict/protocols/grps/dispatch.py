@@ -12,7 +12,6 @@ from typing import TYPE_CHECKING, Any, Iterator
 from ... import limits
 from ...errors import InvalidInput, ModelNotFound
 from ...served import LoadedVersion, ServedModel
-from ...shared_state import SharedFlag, StateDir
 from ...traffic import Samples
 from ...types import InferenceRequest, Tensor
 from . import wire, yaml_text
@@ -25,10 +24,8 @@ STATE_KEY = "grps"
 
 @dataclass
 class GrpsState:
-    """The grps objects of one app; the flag is shared by every worker."""
+    """The grps objects of one app (its online switch is the service's)."""
 
-    state_dir: StateDir
-    online: SharedFlag
     default_model: str | None
     samples: Samples = field(default_factory=Samples)
     """The monitor's snapshots of the metrics, for its rates (this worker's own)."""
@@ -42,7 +39,7 @@ def grps_state(state: PredictState) -> GrpsState:
 
 def is_ready(state: PredictState) -> bool:
     """grps readiness: the server is online and every model is loaded."""
-    return grps_state(state).online.get() and state.service.ready
+    return state.service.online and state.service.ready
 
 
 # --- models -----------------------------------------------------------------------------------

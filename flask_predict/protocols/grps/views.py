@@ -19,15 +19,17 @@ from flask.typing import ResponseReturnValue
 from ... import codecs
 from ...auth import admin_only
 from ...errors import (ConfigError, InvalidInput, MethodNotAllowedError, ModelNotFound,
-                       PredictError, PredictorFailed, Unimplemented)
+                       PredictorFailed, Unimplemented)
 from ...metrics import INF, LATENCY_BUCKETS
 from ...served import LoadedVersion
+from ...types import Limits
 from ...shared_state import StateDir
-from ...state import EXTENSION_KEY, PredictState, get_state
+from ...state import EXTENSION_KEY, PredictState
 from ...traffic import Samples, Snapshot, Totals
-from .._http import (as_predict_error, error_handler, json_response, number_matrix, parse_json,
-                     read_body, read_json, wsgi_environ)
-from . import dispatch, wire
+from .._body import number_matrix, parse_json
+from .._http import (as_predict_error, error_handler, json_response, read_body, read_json,
+                     request_state, wsgi_environ)
+from . import dispatch, settings, wire
 
 bp = Blueprint("predict_grps", __name__)
 
@@ -42,21 +44,17 @@ CDF_PERCENTS = (*range(10, 100, 10), *range(91, 100), 99.9, 99.99)
 def _set_up(setup: BlueprintSetupState) -> None:
     """Open the server's shared state and check the default model, once per app at boot."""
     state: PredictState = setup.app.extensions[EXTENSION_KEY]
-    settings = state.settings
-    default = settings.grps_default_model
+    section = settings.of(state.settings)
+    default = section.default_model
     if default is not None and dispatch.split_model_id(
-            default, [s.name for s in settings.models]) is None:
+            default, [s.name for s in state.settings.models]) is None:
         raise ConfigError(f"PREDICT_GRPS_DEFAULT_MODEL: Model {default} not found.")
-    directory = StateDir(settings.state_dir)
-    state.extras[dispatch.STATE_KEY] = dispatch.GrpsState(
-        state_dir=directory,
-        online=directory.flag("grps_online", settings.grps_start_online),
-        default_model=default,
-    )
+    state.service.open_online_switch(StateDir(state.settings.state_dir), section.start_online)
+    state.extras[dispatch.STATE_KEY] = dispatch.GrpsState(default_model=default)
 
 
 def grps_state() -> dispatch.GrpsState:
-    return dispatch.grps_state(get_state())
+    return dispatch.grps_state(request_state())
 
 
 # --- health -----------------------------------------------------------------------------------
@@ -68,14 +66,14 @@ def ok() -> Response:
 @bp.route(f"{ROOT}/health/online", methods=EITHER)
 @admin_only
 def online() -> ResponseReturnValue:
-    grps_state().online.set(True)
+    request_state().service.set_online(True)
     return ok()
 
 
 @bp.route(f"{ROOT}/health/offline", methods=EITHER)
 @admin_only
 def offline() -> ResponseReturnValue:
-    grps_state().online.set(False)
+    request_state().service.set_online(False)
     return ok()
 
 
@@ -86,7 +84,7 @@ def live() -> ResponseReturnValue:
 
 @bp.route(f"{ROOT}/health/ready", methods=EITHER)
 def ready() -> ResponseReturnValue:
-    if dispatch.is_ready(get_state()):
+    if dispatch.is_ready(request_state()):
         return ok()
     return json_response(wire.error_body(503, "Service Unavailable"), 503)
 
@@ -101,14 +99,16 @@ def predict() -> ResponseReturnValue:
     return_ndarray = query.get("return-ndarray", "").lower() == "true"
     if streaming and return_ndarray:
         raise InvalidInput("Streaming and ret ndarray are not supported at the same time.")
-    body = read_body()
+    state = request_state()
+    body = read_body(state)
     if not body:
         raise InvalidInput("The http body is empty.")
-    state = get_state()
     if binary:
         message = wire.GrpsRequest("", "bin_data", body)
     else:
-        message = _ndarray_message(body) or wire.decode_message(parse_json(body))
+        bounds = state.settings.limits
+        message = (_ndarray_message(body, bounds)
+                   or wire.decode_message(parse_json(body, bounds)))
     dispatch.check_limits(state, message)
     model_id = message.model or query.get("model") or dispatch.default_model(state)
     loaded = dispatch.acquire_model(state, model_id)
@@ -120,10 +120,10 @@ def predict() -> ResponseReturnValue:
         loaded.release()
 
 
-def _ndarray_message(body: bytes) -> wire.GrpsRequest | None:
+def _ndarray_message(body: bytes, bounds: Limits) -> wire.GrpsRequest | None:
     """A body that is only ``{"ndarray": <matrix of numbers>}``, read without a JSON value
     per number (``number_matrix``); ``None`` for any other body."""
-    matrix = number_matrix(body, "ndarray")
+    matrix = number_matrix(body, "ndarray", bounds)
     return None if matrix is None else wire.ndarray_request("", matrix)
 
 
@@ -206,14 +206,15 @@ def _chunk(kind: str, value: Any) -> bytes:
 
 @bp.route(f"{ROOT}/metadata/server", methods=EITHER)
 def server_metadata() -> ResponseReturnValue:
-    return json_response(wire.message("str_data", dispatch.server_metadata(get_state())))
+    return json_response(wire.message("str_data", dispatch.server_metadata(request_state())))
 
 
 @bp.post(f"{ROOT}/metadata/model")
 def model_metadata() -> ResponseReturnValue:
-    body = read_json()
+    state = request_state()
+    body = read_json(state)
     name = body.get("str_data") if isinstance(body, dict) else None
-    return json_response(wire.message("str_data", dispatch.model_metadata(get_state(), name)))
+    return json_response(wire.message("str_data", dispatch.model_metadata(state, name)))
 
 
 # --- monitor ----------------------------------------------------------------------------------
@@ -221,7 +222,7 @@ def model_metadata() -> ResponseReturnValue:
 def read_metrics() -> Snapshot:
     """The server's metrics now (every protocol's inference requests, all workers), kept
     among this worker's samples for the rates."""
-    metrics = get_state().metrics
+    metrics = request_state().metrics
     if metrics is None:
         raise Unimplemented("metrics are off (PREDICT_METRICS is false)")
     snapshot = metrics.snapshot()
@@ -261,7 +262,7 @@ def monitor_metrics() -> ResponseReturnValue:
     rows = "".join(f"<tr><th>{html.escape(name)}</th><td>{html.escape(str(value))}</td></tr>"
                    for name, value in values.items())
     page = (f"<!doctype html><html><head><title>grps metrics</title></head><body>"
-            f"<h1>{html.escape(get_state().settings.server_name)}: grps metrics</h1>"
+            f"<h1>{html.escape(request_state().settings.server_name)}: grps metrics</h1>"
             f"<p>Inference requests of every protocol and every worker of this server. "
             f"Trends: <code>{ROOT}/monitor/series?name=*qps</code>.</p>"
             f"<table>{rows}</table></body></html>")

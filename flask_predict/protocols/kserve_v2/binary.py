@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import math
 import struct
-from typing import Any
 
 import numpy as np
 
@@ -93,15 +92,6 @@ def _split_bytes(chunk: bytes, name: str, shape: tuple[int, ...]) -> list[bytes]
 def array_to_binary(array: Tensor) -> bytes:
     """Little-endian row-major bytes; BYTES elements as 4-byte length + bytes."""
     if array.dtype.kind in "OSU":
-        values = [as_bytes(v) for v in array.reshape(-1).tolist()]
+        values = [codecs.as_bytes(v) for v in array.reshape(-1).tolist()]
         return b"".join(_LENGTH.pack(len(v)) + v for v in values)
     return np.ascontiguousarray(array, dtype=array.dtype.newbyteorder("<")).tobytes()
-
-
-def as_bytes(value: Any) -> bytes:
-    """A BYTES element as bytes (text as UTF-8)."""
-    if isinstance(value, bytes):
-        return value
-    if isinstance(value, str):
-        return value.encode("utf-8")
-    return str(value).encode("utf-8")

@@ -3,7 +3,7 @@
 Most requests have one input, of the model's own floating-point datatype, with flat
 ``data`` (a list, or for a larger body the float64 array ``codecs.loads_v2_infer`` read
 it into), and no request or input ``parameters`` and no binary data. For such a
-body :func:`decode_plain` answers what :func:`.wire.decode_infer` answers, checking only
+body :func:`decode_plain` answers what :func:`.decoding.decode_full` answers, checking only
 what can differ there, and leaves every other body to it: ``None`` whenever the body is
 not of that form or is wrong in any way, so every error still comes from the full decode,
 in its order and words. A body whose text holds no ``true`` and no ``false`` holds no
@@ -22,16 +22,16 @@ import numpy as np
 from ... import codecs
 from ...errors import InvalidInput, PredictError
 from ...types import InferenceRequest, Limits, Signature, Tensor
-from . import wire
-from .wire import DecodedInfer
+from ...limits import check_shape
+from .decoding import DecodedInfer, decode_outputs, read_shape
 
 DATATYPES = ("FP32", "FP64")
 """Input datatypes the plain path takes (when the model's input has the same)."""
 
 
-def decode_plain(text: bytes, header: Any, binary: bytes, model: str, version: str,
+def decode_plain(text: bytes, header: Any, binary: bytes, model: str, version: str | None,
                  signature: Signature, limits: Limits | None = None) -> DecodedInfer | None:
-    """:func:`.wire.decode_infer`'s answer for the usual body (*header* parsed from its
+    """:func:`.decoding.decode_full`'s answer for the usual body (*header* parsed from its
     JSON *text*), else ``None``."""
     if binary or type(header) is not dict or "parameters" in header:
         return None
@@ -53,10 +53,10 @@ def decode_plain(text: bytes, header: Any, binary: bytes, model: str, version: s
           or b"true" in text or b"false" in text):  # (the search last: a pass of the body)
         return None
     try:  # the full decode's own checks: its shape rule, its limits, its outputs
-        shape = wire.read_shape(raw.get("shape"), name)
+        shape = read_shape(raw.get("shape"), name)
         if limits is not None:
-            wire.check_shape_limits(shape, name, limits)
-        names, options = wire.decode_outputs(header.get("outputs"), {})
+            check_shape(limits, shape, name)
+        names, options = decode_outputs(header.get("outputs"), {})
     except PredictError:
         return None  # the full decode raises it, in its order
     count = len(data)

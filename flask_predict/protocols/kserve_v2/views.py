@@ -6,8 +6,8 @@ model or version, 413 for a body over the limit, 503 for a model with no version
 as the spec says ("a 4xx status code indicates false").
 
 The repository extension (``/v2/repository/...``, load and unload guarded as admin routes)
-and the statistics extension (``/v2/models/.../stats``) answer from
-:mod:`.repository_ext` and :mod:`.statistics`, as the gRPC servicer does.
+and the statistics extension (``/v2/models/.../stats``) are the service's operations in
+V2's words (:mod:`.repository_ext`, :mod:`.statistics`), as the gRPC servicer answers them.
 """
 
 from __future__ import annotations
@@ -19,9 +19,10 @@ from ... import codecs
 from ...auth import admin_only
 from ...errors import InvalidInput, ModelNotFound
 from ...record import current_request
-from ...state import get_state
-from .._http import error_handler, json_error, parse_json, read_body, wsgi_environ
-from . import binary, plain, repository_ext, statistics, wire
+from ...state import PredictState
+from .._body import parse_json
+from .._http import (error_handler, json_error, read_body, request_state, wsgi_environ)
+from . import binary, repository_ext, statistics, wire
 
 bp = Blueprint("predict_kserve_v2", __name__)
 
@@ -39,9 +40,9 @@ def _probe(ok: bool) -> Response:
 @bp.get("/v2")
 @bp.get("/v2/")
 def server_metadata() -> ResponseReturnValue:
-    state = get_state()
+    state = request_state()
     return _json(wire.server_metadata(state.settings.server_name, wire.server_version(),
-                                      repository_ext.extensions(state)))
+                                      repository_ext.extensions(state.service)))
 
 
 @bp.get("/v2/health/live")
@@ -51,19 +52,19 @@ def live() -> ResponseReturnValue:
 
 @bp.get("/v2/health/ready")
 def ready() -> ResponseReturnValue:
-    return _probe(get_state().service.ready)
+    return _probe(request_state().service.ready)
 
 
 @bp.get("/v2/models/<model>/ready")
 @bp.get("/v2/models/<model>/versions/<version>/ready")
 def model_ready(model: str, version: str | None = None) -> ResponseReturnValue:
-    return _probe(wire.version_ready(get_state().service.model(model), version))
+    return _probe(wire.version_ready(request_state().service.model(model), version))
 
 
 @bp.get("/v2/models/<model>")
 @bp.get("/v2/models/<model>/versions/<version>")
 def model_metadata(model: str, version: str | None = None) -> ResponseReturnValue:
-    service = get_state().service
+    service = request_state().service
     with service.use(model, version) as loaded:
         return _json(wire.model_metadata(service.model(model), loaded))
 
@@ -71,14 +72,16 @@ def model_metadata(model: str, version: str | None = None) -> ResponseReturnValu
 @bp.post("/v2/models/<model>/infer")
 @bp.post("/v2/models/<model>/versions/<version>/infer")
 def infer(model: str, version: str | None = None) -> ResponseReturnValue:
-    state = get_state()
-    head, raw = binary.split_body(read_body(), wsgi_environ().get(binary.HEADER_LENGTH_KEY))
+    record = current_request.get()
+    state = request_state() if record is None else record.state
+    head, raw = binary.split_body(read_body(state),
+                                  wsgi_environ().get(binary.HEADER_LENGTH_KEY))
+    bounds = state.settings.limits
     with state.service.use(model, version) as loaded:
-        args = (parse_json(head, codecs.loads_v2_infer), raw, model, str(loaded.version),
-                loaded.metadata.signature, state.settings.limits)
-        # the usual body by the plain path; any other (and every error) by the full decode
-        decoded = plain.decode_plain(head, *args) or wire.decode_infer(*args)
-        if (record := current_request.get()) is not None:
+        decoded = wire.decode_infer(parse_json(head, bounds, codecs.loads_v2_infer), raw, model,
+                                    str(loaded.version), loaded.metadata.signature, bounds,
+                                    text=head)
+        if record is not None:
             record.adopt_id(decoded.request_id)  # the body's "id" names the request in the log
         result = state.service.predict(loaded, decoded.request)
         payload, chunks = wire.encode_infer(result, decoded.request_id, decoded.options,
@@ -96,35 +99,36 @@ def infer(model: str, version: str | None = None) -> ResponseReturnValue:
 @bp.get("/v2/models/<model>/versions/<version>/stats")
 def model_statistics(model: str | None = None, version: str | None = None
                      ) -> ResponseReturnValue:
-    state = get_state()
-    return _json(statistics.statistics(state.service, state.metrics, model, version))
+    return _json(statistics.model_stats(request_state().service.statistics(model, version)))
 
 
 @bp.post("/v2/repository/index")
 def repository_index() -> ResponseReturnValue:
-    ready = repository_ext.read_index_request(_optional_json())
-    return _json(repository_ext.index(get_state(), ready))
+    state = request_state()
+    ready = repository_ext.read_index_request(_optional_json(state))
+    return _json(repository_ext.index(state.service, ready))
 
 
 @bp.post("/v2/repository/models/<model>/load", defaults={"action": "load"})
 @bp.post("/v2/repository/models/<model>/unload", defaults={"action": "unload"})
 @admin_only
 def repository_control(model: str, action: str) -> ResponseReturnValue:
-    repository_ext.check_parameters(_parameters())
-    change = repository_ext.load if action == "load" else repository_ext.unload
-    change(get_state(), model)
+    state = request_state()
+    repository_ext.check_parameters(_parameters(state))
+    service = state.service
+    (service.load if action == "load" else service.unload)(model)
     return Response(status=200)
 
 
-def _optional_json() -> object:
+def _optional_json(state: PredictState) -> object:
     """The request's JSON body, ``None`` when it is empty."""
-    body = read_body()
-    return parse_json(body) if body.strip() else None
+    body = read_body(state)
+    return parse_json(body, state.settings.limits) if body.strip() else None
 
 
-def _parameters() -> dict[str, object]:
+def _parameters(state: PredictState) -> dict[str, object]:
     """The ``parameters`` of a load or unload body (optional, as the body is)."""
-    body = _optional_json()
+    body = _optional_json(state)
     if body is None:
         return {}
     parameters = body.get("parameters", {}) if isinstance(body, dict) else None

@@ -17,11 +17,11 @@ from flask.typing import ResponseReturnValue
 from ... import codecs, limits
 from ...errors import InvalidInput
 from ...served import LoadedVersion
-from ...state import get_state
+from ...state import PredictState
 from ...types import InferenceRequest
-from .._http import (JSON_MIMETYPE, check_instances, error_handler, json_error,
-                     number_matrix, parse_json, read_body, read_json)
-from . import lookup, routing, wire
+from .._body import number_matrix, parse_json
+from .._http import (JSON_MIMETYPE, error_handler, json_error, read_body, read_json, request_state)
+from . import lookup, routing, settings, wire
 
 bp = Blueprint("predict_tfserving", __name__)
 
@@ -48,12 +48,12 @@ def parse_version(version: str | None) -> int | None:
     return number
 
 
-def serving(model: str, version: str | None, label: str | None
+def serving(state: PredictState, model: str, version: str | None, label: str | None
             ) -> LoadedVersion:
     """Hold the version a request names, with TF Serving's texts for what is not served."""
     if ":" in model or ":" in (label or ""):  # TF Serving's names are [^/:]+
         raise malformed()
-    return lookup.serving(get_state().service, model, parse_version(version), label)
+    return lookup.serving(state.service, model, parse_version(version), label)
 
 
 def malformed() -> InvalidInput:
@@ -68,16 +68,18 @@ def model_status(model: str, version: str | None = None,
     if ":" in model or request.method != "GET":  # HEAD: TF Serving's regexes are per method
         raise malformed()
     number = parse_version(version)
-    served = lookup.served_model(get_state().service, model)
-    return tf_response(wire.encode_status(served, number))
+    state = request_state()
+    served = lookup.served_model(state.service, model)
+    return tf_response(state, wire.encode_status(served, number))
 
 
 def model_metadata(model: str, version: str | None = None,
                    label: str | None = None) -> ResponseReturnValue:
     if request.method != "GET":
         raise malformed()
-    with serving(model, version, label) as loaded:
-        return tf_response(wire.encode_metadata(loaded))
+    state = request_state()
+    with serving(state, model, version, label) as loaded:
+        return tf_response(state, wire.encode_metadata(loaded))
 
 
 # --- POST -----------------------------------------------------------------------------------
@@ -86,14 +88,15 @@ def predict(model: str, version: str | None = None,
             label: str | None = None) -> ResponseReturnValue:
     """A body that is only ``{"instances": <matrix of numbers>}`` skips the JSON values
     (``number_matrix``) when the signature takes it as it is."""
-    raw = read_body()
-    matrix = number_matrix(raw, "instances")
-    body = {} if matrix is not None else wire.check_body(parse_json(raw))
-    state = get_state()
-    with serving(model, version, label) as loaded:
+    state = request_state()
+    bounds = state.settings.limits
+    raw = read_body(state)
+    matrix = number_matrix(raw, "instances", bounds)
+    body = {} if matrix is not None else wire.check_body(parse_json(raw, bounds))
+    with serving(state, model, version, label) as loaded:
         if loaded.metadata.instances_door:
-            body = body or wire.check_body(parse_json(raw))
-            return tf_response(predict_instances(loaded, body))
+            body = body or wire.check_body(parse_json(raw, bounds))
+            return tf_response(state, predict_instances(state, loaded, body))
         name = wire.signature_name(body) or loaded.metadata.default_signature
         signature = loaded.metadata.signatures.get(name)
         if signature is None:
@@ -101,23 +104,20 @@ def predict(model: str, version: str | None = None,
         inputs = codecs.matrix_to_tensors(matrix, signature) if matrix is not None else None
         row_format = True
         if inputs is None:
-            body = body or wire.check_body(parse_json(raw))
-            _check_instances(body)
+            body = body or wire.check_body(parse_json(raw, bounds))
+            instances = body.get("instances")
+            if isinstance(instances, list):
+                limits.check_instances(bounds, len(instances))
             inputs, row_format = wire.decode_predict(body, signature, name)
-        limits.check_tensors(state.settings.limits, inputs.items(), row_format)
+        limits.check_tensors(bounds, inputs.items(), row_format)
         result = state.service.predict(loaded, InferenceRequest(
             model=loaded.name, inputs=inputs, version=str(loaded.version), signature=name))
-    exact = state.settings.tfserving_numbers == "tfserving"
-    return tf_response(wire.encode_predict(result.outputs, row_format, exact))
+    exact = settings.of(state.settings).exact_numbers
+    return tf_response(state, wire.encode_predict(result.outputs, row_format, exact))
 
 
-def _check_instances(body: dict[str, Any]) -> None:
-    instances = body.get("instances")
-    if isinstance(instances, list):
-        check_instances(len(instances))
-
-
-def predict_instances(loaded: LoadedVersion, body: dict[str, Any]) -> dict[str, Any]:
+def predict_instances(state: PredictState, loaded: LoadedVersion, body: dict[str, Any]
+                      ) -> dict[str, Any]:
     """Row and columnar bodies of a predictor whose own door is ``predict(instances)``:
     the JSON list goes in as the instances."""
     key = wire.data_key(body)
@@ -125,28 +125,30 @@ def predict_instances(loaded: LoadedVersion, body: dict[str, Any]) -> dict[str, 
     if not isinstance(instances, list) or not instances:
         raise InvalidInput(f"JSON Value: {wire.short(instances)} Expecting '{key}' to be a "
                            "non-empty list/array")
-    check_instances(len(instances))
+    limits.check_instances(state.settings.limits, len(instances))
     kwargs = {k: v for k, v in body.items() if k != key}
-    predictions = get_state().service.predict_instances(loaded, instances, kwargs)
+    predictions = state.service.predict_instances(loaded, instances, kwargs)
     return {"predictions" if key == "instances" else "outputs": predictions}
 
 
 def classify(model: str, version: str | None = None,
              label: str | None = None) -> ResponseReturnValue:
-    body = wire.check_body(read_json())
+    state = request_state()
+    body = wire.check_body(read_json(state))
     examples = wire.decode_examples(body)
-    with serving(model, version, label) as loaded:
-        result = get_state().service.classify(loaded, examples, wire.signature_name(body))
-    return tf_response(wire.encode_classify(result, len(examples)))
+    with serving(state, model, version, label) as loaded:
+        result = state.service.classify(loaded, examples, wire.signature_name(body))
+    return tf_response(state, wire.encode_classify(result, len(examples)))
 
 
 def regress(model: str, version: str | None = None,
             label: str | None = None) -> ResponseReturnValue:
-    body = wire.check_body(read_json())
+    state = request_state()
+    body = wire.check_body(read_json(state))
     examples = wire.decode_examples(body)
-    with serving(model, version, label) as loaded:
-        values = get_state().service.regress(loaded, examples, wire.signature_name(body))
-    return tf_response(wire.encode_regress(values, len(examples)))
+    with serving(state, model, version, label) as loaded:
+        values = state.service.regress(loaded, examples, wire.signature_name(body))
+    return tf_response(state, wire.encode_regress(values, len(examples)))
 
 
 # --- routes ---------------------------------------------------------------------------------
@@ -183,10 +185,10 @@ def dispatch(v1: str, rest: str) -> ResponseReturnValue:
     return view(found.model, found.version, found.label)
 
 
-def tf_response(payload: Any) -> Response:
+def tf_response(state: PredictState, payload: Any) -> Response:
     """*payload* printed as TF Serving prints it (numbers by its ``WriteDecimal``), or with
     the shortest text of each number (``PREDICT_TFSERVING_NUMBERS = "shortest"``)."""
-    exact = get_state().settings.tfserving_numbers == "tfserving"
+    exact = settings.of(state.settings).exact_numbers
     return Response(codecs.dumps_tfserving(payload, exact), mimetype=JSON_MIMETYPE)
 
 

@@ -12,6 +12,9 @@ from typing import Any, Mapping
 import numpy as np
 
 from ... import codecs
+from ...codecs import tfnumbers
+from ...codecs.arrays import b64_bytes, is_b64
+from ...codecs.rows import json_type
 from ...errors import InvalidInput, ModelNotFound
 from ...served import LoadedVersion, ServedModel
 from ...types import Classification, Example, Signature, Tensor, TensorSpec
@@ -66,13 +69,13 @@ def data_key(body: Mapping[str, Any]) -> str:
 
 
 def encode_predict(outputs: Mapping[str, Tensor], row_format: bool,
-                   exact: bool = True) -> dict[str, Any] | codecs.Raw:
+                   exact: bool = True) -> dict[str, Any] | tfnumbers.Raw:
     """``{"predictions": ...}`` for a row request, ``{"outputs": ...}`` for a columnar one.
 
     One output is written bare, several as objects keyed by output name. Numeric arrays stay
     numpy: :func:`codecs.dumps_tfserving` prints them as TF Serving does (*exact*), or as
     their shortest text; the rows of several outputs are printed here, either way, and the
-    whole answer is then :class:`codecs.Raw` text.
+    whole answer is then :class:`tfnumbers.Raw` text.
     """
     if not row_format:
         if len(outputs) == 1:
@@ -93,29 +96,29 @@ def encode_predict(outputs: Mapping[str, Tensor], row_format: bool,
         ((name, array),) = outputs.items()
         return {"predictions": _value(array, name)}
     rows = _rows_text(outputs, batch or 0, exact, numbers)
-    return codecs.Raw('{"predictions":' + rows + "}")
+    return tfnumbers.Raw('{"predictions":' + rows + "}")
 
 
 def _rows_text(outputs: Mapping[str, Tensor], batch: int, exact: bool, numbers: int) -> str:
     """``[{"name": <row of each output>, ...}, ...]``: for *exact* numbers, a grid of one
-    line per row (:func:`codecs.lines_text`) when the outputs hold enough of them (their
+    line per row (:func:`tfnumbers.lines_text`) when the outputs hold enough of them (their
     elements: *numbers*); else a template with the names printed once and a ``%s`` for
     each number (or for each row of an output that is not numbers), filled by
-    :func:`codecs.fill_rows`, each number's text TF Serving's (*exact*) or its shortest."""
-    if exact and numbers >= codecs.GRID_FROM:
+    :func:`tfnumbers.fill_rows`, each number's text TF Serving's (*exact*) or its shortest."""
+    if exact and numbers >= tfnumbers.GRID_FROM:
         text = _rows_grid(outputs, batch)
         if text is not None:
             return text
-    print_texts = codecs.element_texts if exact else codecs.shortest_texts
+    print_texts = tfnumbers.element_texts if exact else tfnumbers.shortest_texts
     slots, columns = [], []
     for name, array in outputs.items():
         value = _value(array, name)
-        rows = codecs.row_texts(value) if exact and isinstance(value, np.ndarray) else None
+        rows = tfnumbers.row_texts(value) if exact and isinstance(value, np.ndarray) else None
         if rows is not None:  # a row's numbers in one text
             slots.append("[%s]")
             columns.append(rows)
         elif isinstance(value, np.ndarray):
-            slots.append(codecs.row_template(value.shape[1:]))
+            slots.append(tfnumbers.row_template(value.shape[1:]))
             columns.append(print_texts(value))
         else:
             slots.append("%s")
@@ -132,20 +135,20 @@ def _rows_text(outputs: Mapping[str, Tensor], batch: int, exact: bool, numbers: 
             for k in range(width):
                 items[offset + k::stride] = texts[k::width]
             offset += width
-    return codecs.fill_rows(row, batch, items)
+    return tfnumbers.fill_rows(row, batch, items)
 
 
 def _rows_grid(outputs: Mapping[str, Tensor], batch: int) -> str | None:
-    """The rows laid out as :func:`codecs.lines_text` lays them out; ``None`` when an output
+    """The rows laid out as :func:`tfnumbers.lines_text` lays them out; ``None`` when an output
     is not numbers of one or two dimensions."""
     parts: list[bytes | Tensor] = []
     for index, (name, array) in enumerate(outputs.items()):
-        lines = codecs.block(_value(array, name)) if array.dtype.kind in "biuf" else None
+        lines = tfnumbers.block(_value(array, name)) if array.dtype.kind in "biuf" else None
         if lines is None:
             return None
         parts += [(b"{" if index == 0 else b",") + codecs.dumps(name) + b":", lines]
     parts.append(b"}")
-    return codecs.lines_text(parts, batch).decode("utf-8")  # names may be any text
+    return tfnumbers.lines_text(parts, batch).decode("utf-8")  # names may be any text
 
 
 @functools.lru_cache(maxsize=256)
@@ -189,7 +192,7 @@ def decode_examples(body: Mapping[str, Any]) -> list[Example]:
 def decode_features(obj: Any) -> dict[str, Tensor]:
     """One JSON example object as feature name -> 1-D array (float32, int64 or bytes)."""
     if not isinstance(obj, dict):
-        raise InvalidInput(f"Example must be JSON object but got JSON {codecs.json_type(obj)}")
+        raise InvalidInput(f"Example must be JSON object but got JSON {json_type(obj)}")
     return {str(name): _feature(str(name), value) for name, value in obj.items()}
 
 
@@ -213,12 +216,12 @@ def _feature(name: str, value: Any) -> Tensor:
         elif isinstance(item, str):
             kinds.add("bytes")
             items.append(item.encode("utf-8"))
-        elif codecs.is_b64(item):
+        elif is_b64(item):
             kinds.add("bytes")
             items.append(_b64(item))
         else:
             raise InvalidInput(f"Feature: {name} has element with unexpected JSON type: "
-                               f"{codecs.json_type(item)}")
+                               f"{json_type(item)}")
         if len(kinds) > 1:
             first = next(k for k in ("int64", "float", "bytes") if k in kinds)
             raise InvalidInput(f"Unexpected element type in feature: {name} expecting type: "
@@ -325,7 +328,7 @@ def short(value: Any) -> str:
 
 
 def _b64(value: dict[str, str]) -> bytes:
-    data = codecs.b64_bytes(value["b64"])
+    data = b64_bytes(value["b64"])
     if data is None:
         raise InvalidInput("Unable to base64 decode")
     return data

@@ -5,6 +5,8 @@
   const prefix = page.dataset.prefix || "";
   const models = JSON.parse(document.getElementById("model-data").textContent);
   const byName = Object.fromEntries(models.map((model) => [model.name, model]));
+  // each protocol's predict request, as its descriptor writes it: {path, body} templates
+  const tryRequests = JSON.parse(document.getElementById("try-data").textContent);
   let previous = null;
 
   function setCells(kind, model, text) {
@@ -50,22 +52,26 @@
     return shape;
   }
 
+  // A body template with its markers filled in.
+  function fill(template, values) {
+    if (typeof template === "string") {
+      return Object.prototype.hasOwnProperty.call(values, template) ? values[template] : template;
+    }
+    if (Array.isArray(template)) return template.map((item) => fill(item, values));
+    if (template && typeof template === "object") {
+      return Object.fromEntries(Object.entries(template).map(([k, v]) => [k, fill(v, values)]));
+    }
+    return template;
+  }
+
   // The same rows, as each protocol's predict request: [url, body].
   function build(protocol, model, rows) {
-    const name = encodeURIComponent(model.name);
-    if (protocol === "aiplatform") {
-      return [`${prefix}/v1/projects/status-page/models/${name}:predict`, {instances: rows}];
-    }
-    if (protocol === "tfserving") {
-      return [`${prefix}/v1/models/${name}:predict`, {instances: rows}];
-    }
-    if (protocol === "kserve_v2") {
-      const input = model.inputs[0] || {name: "input-0", datatype: "FP64"};
-      return [`${prefix}/v2/models/${name}/infer`, {inputs: [{
-        name: input.name, shape: shapeOf(rows), datatype: input.datatype,
-        data: rows.flat(Infinity)}]}];
-    }
-    return [`${prefix}/grps/v1/infer/predict`, {model: model.name, ndarray: rows}];
+    const template = tryRequests[protocol];
+    const input = model.inputs[0] || {name: "input-0", datatype: "FP64"};
+    const path = template.path.replace("{model}", encodeURIComponent(model.name));
+    return [`${prefix}${path}`, fill(template.body, {
+      $rows: rows, $flat: rows.flat(Infinity), $shape: shapeOf(rows), $input: input.name,
+      $datatype: input.datatype, $model: model.name})];
   }
 
   function exampleRows(model) {

@@ -11,7 +11,7 @@ import pytest
 from flask import Flask
 from flask.testing import FlaskClient
 
-from flask_predict.protocols.aiplatform import decode_predict
+from flask_predict.protocols.aiplatform.instances import decode_predict
 from flask_predict.errors import InvalidInput
 from tests.protocols.compare import assert_json_close
 

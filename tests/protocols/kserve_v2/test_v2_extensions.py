@@ -81,7 +81,7 @@ def test_unloaded_models_stay_unloaded_for_a_new_worker(watched: Any) -> None:
     for background in (False, True):
         later = watched(load_in_background=background)
         if background:
-            assert later.extensions["predict"].watcher.wait_first_load(30)
+            assert later.extensions["predict"].service.control.watcher.wait_first_load(30)
         assert later.extensions["predict"].service.names() == ["iris"]
     assert first.post("/v2/repository/models/echo/load").status_code == 200
 
@@ -183,7 +183,7 @@ def test_failed_load_answers_the_cause(make_app: AppFactory, model_config: dict[
     app = make_app(config, poll_seconds=0.2, load_in_background=True,
                    state_dir=str(tmp_path / "state"))
     try:
-        assert app.extensions["predict"].watcher.wait_first_load(30)
+        assert app.extensions["predict"].service.control.watcher.wait_first_load(30)
         client = app.test_client()
         [entry] = [e for e in client.post("/v2/repository/index").get_json()
                    if e["name"] == "broken"]

@@ -7,6 +7,7 @@ import json
 import numpy as np
 
 from flask_predict import codecs
+from flask_predict.codecs import tfnumbers
 from flask_predict.protocols.tfserving import wire
 
 
@@ -23,7 +24,7 @@ def test_rows_of_several_outputs_keep_every_name_and_number() -> None:
 
 def row_by_row(outputs: dict[str, np.ndarray]) -> bytes:
     """The same answer printed one row and one output at a time."""
-    rows = ["{" + ",".join(f"{json.dumps(name)}:{codecs.array_text(array[i])}"
+    rows = ["{" + ",".join(f"{json.dumps(name)}:{tfnumbers.array_text(array[i])}"
                            for name, array in outputs.items()) + "}"
             for i in range(len(next(iter(outputs.values()))))]
     return ('{"predictions":[' + ",".join(rows) + "]}").encode()

@@ -16,17 +16,16 @@ from typing import TYPE_CHECKING, Any, Callable
 import numpy as np
 from google.protobuf import json_format
 
-from .. import codecs, limits
-from ..errors import FailedPrecondition, InvalidInput
-from ..protocols.tfserving import lookup, wire
-from ..served import LoadedVersion
-from ..service import ModelService
-from ..types import Example, InferenceRequest, Signature, Tensor, TensorSpec
-from . import tensors
-from .messages import tfs
+from ... import codecs, limits
+from ...errors import FailedPrecondition, InvalidInput
+from ...served import LoadedVersion
+from ...service import ModelService
+from ...types import Example, InferenceRequest, Signature, Tensor, TensorSpec
+from ...grpc.messages import tfs
+from . import lookup, tensor_proto, wire
 
 if TYPE_CHECKING:  # Flask's side of the app state; only its type is needed here
-    from ..state import PredictState
+    from ...state import PredictState
 
 CLASSIFY = "tensorflow/serving/classify"
 REGRESS = "tensorflow/serving/regress"
@@ -61,7 +60,7 @@ class PredictionServicer:
             response = tfs.PredictResponse()
             _set_spec(response.model_spec, loaded, name)
         for alias, array in result.outputs.items():
-            tensors.to_tensor_proto(np.asarray(array), response.outputs[alias])
+            tensor_proto.to_tensor_proto(np.asarray(array), response.outputs[alias])
         return response
 
     def Classify(self, request: Any) -> Any:
@@ -75,7 +74,7 @@ class PredictionServicer:
                   ) -> Any:
         """Classify or regress the request's examples into *response*."""
         with self._serving(_model_spec(request)) as loaded:
-            examples = tensors.from_input(request.input)
+            examples = tensor_proto.from_input(request.input)
             signature = request.model_spec.signature_name
             _set_spec(response.model_spec, loaded, signature)
             run(self.service, loaded, examples, signature, response.result)
@@ -97,7 +96,7 @@ class PredictionServicer:
             if name in signatures[:index]:
                 raise InvalidInput(f"Duplicate evaluation of signature: {name}")
         with self._serving(tasks[0].model_spec) as loaded:
-            examples = tensors.from_input(request.input)
+            examples = tensor_proto.from_input(request.input)
             response = tfs.MultiInferenceResponse()
             for task in tasks:
                 result = response.results.add()
@@ -175,7 +174,7 @@ def decode_inputs(protos: Any, signature: Signature) -> dict[str, Tensor]:
         if spec is None:
             raise InvalidInput(f"input tensor alias not found in signature: {alias}. Inputs "
                                f"expected to be in the set {{{','.join(sorted(expected))}}}.")
-        inputs[alias] = _fit(tensors.from_tensor_proto(protos[alias], alias), spec, alias)
+        inputs[alias] = _fit(tensor_proto.from_tensor_proto(protos[alias], alias), spec, alias)
     return inputs
 
 

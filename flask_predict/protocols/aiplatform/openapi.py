@@ -4,9 +4,10 @@ settings name them."""
 
 from __future__ import annotations
 
-from ..config import Settings
-from .schemas import (ANY, PARAMETERS, ROW, Part, Schema, errors, json_body, operation, param,
-                      path_param, ref, response)
+from ...config import Settings
+from ...openapi.schemas import (ANY, PARAMETERS, ROW, Part, Schema, errors, json_body, operation,
+                                param, path_param, ref, response)
+from .settings import of
 
 TAG = "AI Platform"
 DESCRIPTION = ("Google AI Platform Prediction (`ml v1`) and Vertex AI (`aiplatform v1`) "
@@ -153,15 +154,16 @@ def paths(settings: Settings) -> dict[str, Schema]:
             "container takes it (`endpoints.rawPredict`)", predicted, endpoint_params,
             predict_body)},
     }
-    if settings.vertex_predict_route:
-        items[settings.vertex_predict_route] = {"post": operation(
+    section = of(settings)
+    if section.vertex_predict_route:
+        items[section.vertex_predict_route] = {"post": operation(
             "vertexPredict", TAG, "Vertex AI custom container predict route "
             "(`AIP_PREDICT_ROUTE`)",
             {"200": response("The predictions.", ref("AIPlatformPredictResponse")),
              **errors("Error", 400, 404, 413, 500, 503)}, body=predict_body,
             description="Serves `PREDICT_VERTEX_MODEL`, or the only configured model.")}
-    if settings.vertex_health_route:
-        items[settings.vertex_health_route] = {"get": operation(
+    if section.vertex_health_route:
+        items[section.vertex_health_route] = {"get": operation(
             "vertexHealth", TAG, "Vertex AI custom container health route "
             "(`AIP_HEALTH_ROUTE`)",
             {"200": response("This worker serves the deployed model.",

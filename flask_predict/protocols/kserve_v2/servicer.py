@@ -10,8 +10,9 @@ an output has no typed field (FP16, BF16). Errors are ``google.rpc`` status code
 and KServe map them: ``INVALID_ARGUMENT``, ``NOT_FOUND``, ``UNAVAILABLE``, ``INTERNAL``.
 
 Triton's repository and statistics extensions (``RepositoryIndex``, ``RepositoryModelLoad``,
-``RepositoryModelUnload``, ``ModelStatistics``) answer from the same functions as their
-REST routes; load and unload are guarded as admin calls (:mod:`.access`).
+``RepositoryModelUnload``, ``ModelStatistics``) are the service's operations, translated by
+the same functions as their REST routes; load and unload are guarded as admin calls (their
+verb is ``admin``).
 """
 
 from __future__ import annotations
@@ -21,14 +22,14 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 from google.protobuf import json_format
 
-from ..errors import InvalidInput
-from ..protocols.kserve_v2 import repository_ext, statistics, wire
-from ..protocols.kserve_v2.classification import classify
-from . import tensors
-from .messages import v2
+from ...errors import InvalidInput
+from ...grpc.messages import v2
+from ...record import current_request
+from . import grpc_tensors, repository_ext, statistics, wire
+from .classification import classify
 
 if TYPE_CHECKING:  # Flask's side of the app state; only its type is needed here
-    from ..state import PredictState
+    from ...state import PredictState
 
 
 class InferenceServicer:
@@ -51,7 +52,7 @@ class InferenceServicer:
 
     def ServerMetadata(self, request: Any) -> Any:
         body = wire.server_metadata(self.server_name, wire.server_version(),
-                                    repository_ext.extensions(self.state))
+                                    repository_ext.extensions(self.service))
         return json_format.ParseDict(body, v2.ServerMetadataResponse())
 
     def ModelMetadata(self, request: Any) -> Any:
@@ -61,12 +62,14 @@ class InferenceServicer:
 
     def ModelInfer(self, request: Any) -> Any:
         with self.service.use(request.model_name, request.model_version or None) as loaded:
-            inputs, binary = tensors.v2_request_inputs(request)
-            header = {"inputs": inputs, "outputs": tensors.v2_requested_outputs(request),
-                      "parameters": tensors.parameters(request.parameters)}
+            inputs, binary = grpc_tensors.v2_request_inputs(request)
+            header = {"inputs": inputs, "outputs": grpc_tensors.v2_requested_outputs(request),
+                      "parameters": grpc_tensors.parameters(request.parameters)}
             decoded = wire.decode_infer(header, binary, request.model_name,
                                         str(loaded.version), loaded.metadata.signature,
                                         self.state.settings.limits)
+            if (record := current_request.get()) is not None:
+                record.adopt_id(request.id or None)  # the message's id names it in the log
             result = self.service.predict(loaded, decoded.request)
             labels = loaded.metadata.properties.get("classes")
 
@@ -78,10 +81,10 @@ class InferenceServicer:
             outputs[name] = np.asarray(array) if count is None else classify(
                 np.asarray(array), count, labels, name)
         raw: list[bytes] | None = None
-        if request.raw_input_contents or tensors.needs_raw(list(outputs.values())):
+        if request.raw_input_contents or grpc_tensors.needs_raw(list(outputs.values())):
             raw = []
         for name, array in outputs.items():
-            tensors.to_v2_output(array, response.outputs.add(name=name), raw)
+            grpc_tensors.to_v2_output(array, response.outputs.add(name=name), raw)
         if raw is not None:
             response.raw_output_contents.extend(raw)
         return response
@@ -89,25 +92,25 @@ class InferenceServicer:
     # --- extensions --------------------------------------------------------------------------
 
     def ModelStatistics(self, request: Any) -> Any:
-        body = statistics.statistics(self.service, self.state.metrics,
-                                     request.name or None, request.version or None)
+        body = statistics.model_stats(self.service.statistics(request.name or None,
+                                                              request.version or None))
         return json_format.ParseDict(body, v2.ModelStatisticsResponse())
 
     def RepositoryIndex(self, request: Any) -> Any:
         _one_repository(request)
-        models = repository_ext.index(self.state, request.ready)
+        models = repository_ext.index(self.service, request.ready)
         return json_format.ParseDict({"models": models}, v2.RepositoryIndexResponse())
 
     def RepositoryModelLoad(self, request: Any) -> Any:
         _one_repository(request)
         repository_ext.check_parameters(request.parameters)
-        repository_ext.load(self.state, request.model_name)
+        self.service.load(request.model_name)
         return v2.RepositoryModelLoadResponse()
 
     def RepositoryModelUnload(self, request: Any) -> Any:
         _one_repository(request)
         repository_ext.check_parameters(request.parameters)
-        repository_ext.unload(self.state, request.model_name)
+        self.service.unload(request.model_name)
         return v2.RepositoryModelUnloadResponse()
 
 

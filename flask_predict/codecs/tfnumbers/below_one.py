@@ -32,7 +32,7 @@ from fractions import Fraction
 import numpy as np
 import orjson
 
-from ..types import Tensor
+from ...types import Tensor
 from .digits import BLOCK, CELL, FEW_OTHERS, FIXED_FROM, LOWEST, six_digits, write_decimal
 
 _LOWEST = LOWEST[17]

@@ -14,11 +14,11 @@ from typing import Sequence
 import numpy as np
 import orjson
 
-from ..types import Tensor
+from ...types import Tensor
+from ..dtypes import FLOAT32, FLOAT64, FLOATS
 from . import digits
 from .below_one import fraction_cells
 from .digits import CELL, print_floats
-from .dtypes import FLOAT32, FLOAT64, FLOATS
 
 GRID_FROM = 512
 """From this many numbers in an answer on, it is laid out here."""

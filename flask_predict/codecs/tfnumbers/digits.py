@@ -33,7 +33,7 @@ from typing import Any
 import numpy as np
 import orjson
 
-from ..types import Tensor
+from ...types import Tensor
 
 EXACT = np.finfo(np.longdouble).nmant >= 63
 """Long double has the 64-bit mantissa the error bound needs (x86's extended precision,

@@ -11,20 +11,18 @@ online/offline switch is the one the HTTP routes and every worker share.
 
 from __future__ import annotations
 
-import time
 from typing import TYPE_CHECKING, Any, Iterator
 
 from google.protobuf import json_format
 
-from .. import codecs
-from ..errors import InvalidInput
-from ..protocols.grps import dispatch, wire
-from ..record import RequestRecord, current_request
-from .handlers import as_error
-from .messages import grps
+from ... import codecs
+from ...errors import InvalidInput
+from ...grpc.handlers import as_error
+from ...grpc.messages import grps
+from . import dispatch, wire
 
 if TYPE_CHECKING:  # Flask's side of the app state; only its type is needed here
-    from ..state import PredictState
+    from ...state import PredictState
 
 SERVICE = "grps.protos.v1.GrpsService"
 
@@ -65,15 +63,19 @@ class GrpsServicer:
     def __init__(self, state: PredictState) -> None:
         self.state = state
 
+    def ready(self) -> bool:
+        """grps readiness (the health service's status of this service)."""
+        return dispatch.is_ready(self.state)
+
     def _ok(self) -> Any:
         return grps.GrpsMessage(status=wire.OK_STATUS)
 
     def Online(self, request: Any) -> Any:
-        dispatch.grps_state(self.state).online.set(True)
+        self.state.service.set_online(True)
         return self._ok()
 
     def Offline(self, request: Any) -> Any:
-        dispatch.grps_state(self.state).online.set(False)
+        self.state.service.set_online(False)
         return self._ok()
 
     def CheckLiveness(self, request: Any) -> Any:
@@ -97,31 +99,23 @@ class GrpsServicer:
         except Exception as exc:
             return _failure(exc, "ModelMetadata")
 
+    @staticmethod
+    def answer_status(answer: Any) -> int:
+        """An answer's status (its envelope's code): grps answers failures in OK messages."""
+        return int(answer.status.code) or 200
+
     def Predict(self, request: Any) -> Any:
-        # counted in the server's metrics as protocol "grps_grpc" (one record, as over HTTP)
-        record = RequestRecord("grps_grpc", "predict", "", False, request.ByteSize())
-        token = current_request.set(record)
-        metrics = self.state.metrics
-        if metrics is not None:
-            metrics.started()
-        answer = None
         try:
             message = to_request(request)
             dispatch.check_limits(self.state, message)  # as over HTTP: 413 in the envelope
             loaded = dispatch.acquire_model(
                 self.state, message.model or dispatch.default_model(self.state))
             try:
-                answer = _answer(*dispatch.predict(self.state, loaded, message))
+                return _answer(*dispatch.predict(self.state, loaded, message))
             finally:
                 loaded.release()
         except Exception as exc:
-            answer = _failure(exc, "Predict")
-        finally:
-            current_request.reset(token)
-            if metrics is not None:
-                status = answer.status.code if answer is not None else 500
-                metrics.finished(record, status, None, time.perf_counter())
-        return answer
+            return _failure(exc, "Predict")
 
     def PredictStreaming(self, request: Any) -> Iterator[Any]:
         """One message per item the model streams, the version held until the last; a

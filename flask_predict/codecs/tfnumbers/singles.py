@@ -31,7 +31,7 @@ from __future__ import annotations
 import numpy as np
 import orjson
 
-from ..types import Tensor
+from ...types import Tensor
 from .digits import BLOCK, EXPONENTS, FEW_OTHERS, POWERS, six_digits, write_decimal
 
 _LOW, _HIGH = 10 ** 8, 10 ** 9

@@ -1,0 +1,84 @@
+"""One request, REST or gRPC, from arrival to answer: the one place a request's scope opens
+and closes.
+
+:meth:`Scopes.open` makes the request's :class:`~flask_predict.record.RequestRecord` (its
+id: the client's, else a new one unique across the server's workers; protocol, verb, size,
+client, the app state its front end answers from, the client's deadline), sets it as
+:data:`~flask_predict.record.current_request` and counts the request started;
+:meth:`Scopes.close` counts it finished with its status and writes its access line. The
+REST hooks (:mod:`flask_predict.observe`) and the gRPC handlers
+(:mod:`flask_predict.grpc.handlers`) are the only callers, so both transports produce the
+same record, metrics and access line. Views and the service only fill the record in.
+No Flask here.
+"""
+
+from __future__ import annotations
+
+import os
+from itertools import count
+from time import perf_counter
+from typing import TYPE_CHECKING, Any
+
+from .access_log import AccessLog
+from .record import RequestRecord, current_request, usable_id
+
+if TYPE_CHECKING:
+    from .config import Settings
+    from .metrics import Metrics
+
+
+class RequestIds:
+    """Ids unique across the workers of a server: a random prefix per process, a counter."""
+
+    def __init__(self) -> None:
+        self._reset()
+        os.register_at_fork(after_in_child=self._reset)
+
+    def _reset(self) -> None:
+        self.prefix = os.urandom(6).hex() + "-"
+        self.counter = count(1)
+
+    def next(self) -> str:
+        return f"{self.prefix}{next(self.counter):x}"
+
+
+class Scopes:
+    """Opens and closes the requests of one app: *state* is what its records carry for the
+    front ends (the app's ``PredictState``)."""
+
+    def __init__(self, state: Any, settings: Settings, metrics: Metrics | None) -> None:
+        self.state = state
+        self.metrics = metrics
+        self.access = AccessLog(settings.access_log == "json") if settings.access_log else None
+        self.ids = RequestIds()
+
+    def open(self, protocol: str, verb: str, request_id: Any, request_bytes: int,
+             method: str = "", path: str = "", client: str = "-",
+             deadline: float | None = None) -> RequestRecord:
+        """Open a request of *protocol* (``kserve_v2``, ``kserve_v2_grpc`` ...) and make it
+        this thread's current one. *request_id* is the client's (kept when usable), else
+        ``None``; *deadline* is ``time.monotonic()`` by which the client stops waiting."""
+        if request_id is not None and usable_id(request_id):
+            from_client = True
+        else:
+            request_id, from_client = self.ids.next(), False
+        record = RequestRecord(protocol, verb, request_id, from_client, request_bytes)
+        record.state = self.state
+        record.deadline = deadline
+        if self.access is not None:
+            record.method = method
+            record.path = path
+            record.client = client
+        current_request.set(record)
+        if self.metrics is not None:
+            self.metrics.started()
+        return record
+
+    def close(self, record: RequestRecord, status: int, response_bytes: int | None) -> None:
+        """The answer is ready: count it, write its access line, end the request."""
+        current_request.set(None)
+        ended = perf_counter()
+        if self.metrics is not None:
+            self.metrics.finished(record, status, response_bytes, ended)
+        if self.access is not None:
+            self.access.write(record, status, response_bytes, ended)
