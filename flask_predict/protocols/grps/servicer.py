@@ -19,6 +19,7 @@ from ... import codecs
 from ...errors import InvalidInput
 from ...grpc.handlers import as_error
 from ...grpc.messages import grps
+from ...served import LoadedVersion
 from . import dispatch, wire
 
 if TYPE_CHECKING:  # Flask's side of the app state; only its type is needed here
@@ -104,12 +105,17 @@ class GrpsServicer:
         """An answer's status (its envelope's code): grps answers failures in OK messages."""
         return int(answer.status.code) or 200
 
+    def _held(self, request: Any) -> tuple[wire.GrpsRequest, LoadedVersion]:
+        """The message of a predict call and the version it names, held (the caller
+        releases it); limits checked as over HTTP (413 in the envelope)."""
+        message = to_request(request)
+        dispatch.check_limits(self.state, message)
+        return message, dispatch.acquire_model(
+            self.state, message.model or dispatch.default_model(self.state))
+
     def Predict(self, request: Any) -> Any:
         try:
-            message = to_request(request)
-            dispatch.check_limits(self.state, message)  # as over HTTP: 413 in the envelope
-            loaded = dispatch.acquire_model(
-                self.state, message.model or dispatch.default_model(self.state))
+            message, loaded = self._held(request)
             try:
                 return _answer(*dispatch.predict(self.state, loaded, message))
             finally:
@@ -121,10 +127,7 @@ class GrpsServicer:
         """One message per item the model streams, the version held until the last; a
         failure ends the stream with a ``FAILURE`` message."""
         try:
-            message = to_request(request)
-            dispatch.check_limits(self.state, message)  # as over HTTP: 413 in the envelope
-            loaded = dispatch.acquire_model(
-                self.state, message.model or dispatch.default_model(self.state))
+            message, loaded = self._held(request)
             try:
                 for kind, value in dispatch.predict_stream(self.state, loaded, message):
                     yield _answer(kind, value)
