@@ -18,31 +18,28 @@ import os
 from typing import Any, Mapping, Sequence
 
 import numpy as np
+import tensorflow as tf
+from google.protobuf import json_format
+from tensorflow.core.protobuf import config_pb2, meta_graph_pb2, saved_model_pb2
+from tensorflow.python.client import pywrap_tf_session as tf_session
+from tensorflow.python.saved_model.loader_impl import SavedModelLoader
 
-from flask_predict import FailedPrecondition, InvalidInput, ModelMetadata, Predictor, deadline
-from flask_predict.codecs import past_range
+from flask_predict import InvalidInput, ModelMetadata, Predictor, deadline
 from flask_predict.errors import DeadlineExceeded
 from flask_predict.types import (Classification, Example, InferenceRequest, Signature,
                                  Tensor, TensorSpec)
 
 from .devices import configure_devices
 from .examples import serialize_examples
+from .tensors import OP_ERRORS_400, datatype, first_line, fit_value
 from .warmup import read_warmup_requests
 
 logger = logging.getLogger(__name__)
 
-os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")  # keep C++ INFO/WARNING out of the logs
-import tensorflow as tf  # noqa: E402  (after the log level, which TF reads at import)
-from google.protobuf import json_format  # noqa: E402
-from tensorflow.core.protobuf import config_pb2, meta_graph_pb2, saved_model_pb2  # noqa: E402
-from tensorflow.python.client import pywrap_tf_session as tf_session  # noqa: E402
+__all__ = ["TensorFlowPredictor", "datatype"]
 
 INIT_OP_SIGNATURE = "__saved_model_init_op"
 """TF2's pseudo-signature: listed in metadata, never callable."""
-
-_OP_ERRORS_400 = (tf.errors.InvalidArgumentError, tf.errors.FailedPreconditionError,
-                  tf.errors.OutOfRangeError)
-"""TensorFlow errors TF Serving answers with 400; the rest become 500."""
 
 
 class TensorFlowPredictor(Predictor):
@@ -57,8 +54,8 @@ class TensorFlowPredictor(Predictor):
                                for name in sorted(meta_graph.signature_def)}
         self.graph = tf.Graph()
         self.session = tf.compat.v1.Session(graph=self.graph)
-        with self.graph.as_default():
-            tf.compat.v1.saved_model.loader.load(self.session, list(tags), model_dir)
+        with self.graph.as_default():  # what the deprecated loader.load() calls
+            SavedModelLoader(model_dir).load(self.session, list(tags))
         self._metadata = ModelMetadata(
             platform="tensorflow",
             signatures={name: _signature(sig) for name, sig in self.signature_defs.items()
@@ -163,8 +160,8 @@ class TensorFlowPredictor(Predictor):
                 results = self._run_session(feed_tensors, fetch_tensors, seconds)
         except tf.errors.DeadlineExceededError:
             raise DeadlineExceeded("the TensorFlow session ran past the model's time limit")
-        except _OP_ERRORS_400 as exc:
-            raise InvalidInput(_first_line(exc.message))
+        except OP_ERRORS_400 as exc:
+            raise InvalidInput(first_line(exc.message))
         except (TypeError, ValueError) as exc:
             raise InvalidInput(str(exc).splitlines()[0])
         return [np.asarray(r) for r in results]
@@ -176,7 +173,7 @@ class TensorFlowPredictor(Predictor):
         do_run = getattr(self.session, "_do_run", None)
         if do_run is None:  # pragma: no cover - a TensorFlow without the private call
             return self.session.run(fetch_tensors, feed_tensors, options=options)
-        feed = {tensor.ref(): _feed_value(tensor, value)
+        feed = {tensor.ref(): fit_value(tensor.name, tensor.dtype, value)
                 for tensor, value in feed_tensors.items()}
         # One level below Session.run, options travel serialized in a TF_Buffer.
         buffer = (None if options is None else
@@ -222,28 +219,6 @@ def _read_meta_graph(model_dir: str, tags: Sequence[str]) -> meta_graph_pb2.Meta
                             f"(found {found})")
 
 
-def _feed_value(tensor: tf.Tensor, value: Tensor) -> Tensor:
-    """*value* in the placeholder's dtype (strings stay Python bytes)."""
-    dtype = tensor.dtype.base_dtype
-    if dtype == tf.string:
-        if value.dtype.kind == "U":
-            encoded: Tensor = np.vectorize(lambda s: s.encode("utf-8"), otypes=[object])(value)
-            return encoded
-        if value.dtype.kind not in "OS":
-            raise InvalidInput(f"input {tensor.name}: expected strings")
-        return value
-    if value.dtype.kind in "OSU":
-        raise InvalidInput(f"input {tensor.name}: expected {dtype.name} values, got strings")
-    target = np.dtype(dtype.as_numpy_dtype)
-    if value.dtype != target:  # a cast that would change a value is refused, never made
-        if not np.can_cast(value.dtype, target, "same_kind"):  # fractions for integers
-            raise InvalidInput(f"input {tensor.name}: expected {dtype.name} values, got "
-                               f"{value.dtype.name}")
-        if past_range(value, target):
-            raise InvalidInput(f"input {tensor.name}: a value is out of range for {dtype.name}")
-    return value.astype(target, copy=False)
-
-
 def _signature(sig: meta_graph_pb2.SignatureDef) -> Signature:
     return Signature(inputs=tuple(_spec(alias, info) for alias, info in sorted(sig.inputs.items())),
                      outputs=tuple(_spec(alias, info)
@@ -258,29 +233,6 @@ def _spec(alias: str, info: meta_graph_pb2.TensorInfo) -> TensorSpec:
     return TensorSpec(alias, datatype(info.dtype), shape, tensor_name=info.name)
 
 
-def datatype(dtype_enum: int) -> str:
-    """The V2 datatype name of a TensorFlow ``DataType`` enum (ref types as their base)."""
-    from flask_predict.codecs import NUMPY_TO_V2
-
-    try:
-        dtype = tf.dtypes.as_dtype(dtype_enum).base_dtype
-    except TypeError:
-        return "BYTES"
-    if dtype == tf.string:
-        return "BYTES"
-    try:
-        return NUMPY_TO_V2.get(np.dtype(dtype.as_numpy_dtype), "BYTES")
-    except TypeError:
-        return "BYTES"
-
-
 def _text(sig: meta_graph_pb2.SignatureDef) -> str:
     return " ".join(str(sig).split())
 
-
-def _first_line(message: str) -> str:
-    """The line of a TensorFlow error that says what went wrong (not where)."""
-    lines = [line.strip() for line in message.splitlines() if line.strip()]
-    useful = [line for line in lines if not line.startswith(("[[", "Graph execution error",
-                                                              "Detected at node", "Node:"))]
-    return (useful or lines or ["TensorFlow error"])[0]
