@@ -12,6 +12,7 @@ from flask.testing import FlaskClient
 
 from flask_predict import FlaskPredict
 from tests import models
+from tests.keras_models import keras_models  # noqa: F401  (a session fixture)
 from tests.tf_models import tfserving_models  # noqa: F401  (a session fixture)
 
 ARTIFACTS = Path(os.environ.get("FLASK_PREDICT_TEST_ARTIFACTS")

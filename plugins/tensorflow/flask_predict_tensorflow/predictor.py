@@ -1,4 +1,5 @@
-"""TensorFlow predictor: a SavedModel (``saved_model.pb`` + ``variables/``), TF1 or TF2.
+"""TensorFlow predictor: a SavedModel (``saved_model.pb`` + ``variables/``), TF1 or TF2; a
+folder holding a Keras file instead is handed to :mod:`.keras_model`.
 
 Every model is loaded the way TF Serving loads it: the ``serve`` MetaGraph into a
 ``tf.compat.v1.Session``, and each signature run by its TensorInfo tensor names. That path
@@ -31,6 +32,7 @@ from flask_predict.types import (Classification, Example, InferenceRequest, Sign
 
 from .devices import configure_devices
 from .examples import serialize_examples
+from .manifest import has_saved_model, keras_file, keras_files
 from .tensors import OP_ERRORS_400, datatype, first_line, fit_value
 from .warmup import read_warmup_requests
 
@@ -69,12 +71,22 @@ class TensorFlowPredictor(Predictor):
         )
 
     @classmethod
-    def from_path(cls, model_dir: str, tags: Sequence[str] = ("serve",),
-                  signature: str = "serving_default",
-                  **options: Any) -> TensorFlowPredictor:
-        """Load the SavedModel in *model_dir* (MetaGraph *tags*, default signature)."""
+    def from_path(cls, model_dir: str, **options: Any) -> Predictor:
+        """Load the SavedModel in *model_dir* (options ``tags``: its MetaGraph, ``signature``:
+        the default signature), or the folder's one Keras file when it holds no SavedModel
+        (:class:`~.keras_model.KerasPredictor`, imported only then)."""
+        if not has_saved_model(model_dir) and keras_file(model_dir) is not None:
+            from .keras_model import KerasPredictor
+
+            return KerasPredictor.from_path(model_dir, **options)
+        tags = options.pop("tags", ("serve",))
+        signature = options.pop("signature", "serving_default")
         if options:
             raise TypeError(f"unknown TensorFlow option(s) {sorted(options)}")
+        ignored = keras_files(model_dir)
+        if ignored:
+            logger.warning("%s: serving the SavedModel; Keras files beside it are ignored: %s",
+                           model_dir, ignored)
         return cls(model_dir, tuple(tags), signature)
 
     def metadata(self) -> ModelMetadata:

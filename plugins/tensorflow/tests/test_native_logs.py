@@ -20,9 +20,11 @@ SCRIPT = textwrap.dedent("""
     from flask_predict.plugins import load_predictor_class
 
     cls = load_predictor_class("tensorflow")
-    (saved_model,) = sys.argv[1:]
+    saved_model, keras_file = sys.argv[1:]
     one = cls.from_path(saved_model)
     print(one.predict_tensors({"x": np.ones((1, 1), np.float32)})["y"].tolist())
+    two = cls.from_path(keras_file)
+    print(two.predict([[0.5, 0.5, 0.5, 0.5]]))
     """)
 
 LOADING_NOTES = re.compile(r"^(I\d{4} .*|WARNING: All log messages before absl::InitializeLog\(\) "
@@ -32,13 +34,15 @@ and absl's one notice that they went to stderr. Nothing else may appear."""
 
 
 @pytest.mark.tensorflow
-def test_loading_and_predicting_writes_no_warning_or_error(tfserving_models: Path) -> None:
+def test_loading_and_predicting_writes_no_warning_or_error(tfserving_models: Path,
+                                                           keras_models: Path) -> None:
     if environment.native_log_level() != "3":
         pytest.skip("a GPU is visible: errors are kept there")
     (saved_model,) = (tfserving_models / "saved_model_half_plus_two_cpu").iterdir()
     env = {k: v for k, v in os.environ.items()
            if k not in (environment.LOG_LEVEL_VARIABLE, "PYTHONWARNINGS")}
-    done = subprocess.run([sys.executable, "-c", SCRIPT, os.fspath(saved_model)],
+    done = subprocess.run([sys.executable, "-c", SCRIPT, os.fspath(saved_model),
+                           os.fspath(keras_models / "classifier_keras" / "1")],
                           env=env, capture_output=True, text=True, timeout=300)
     assert done.returncode == 0, done.stderr[-3000:]
     assert done.stdout.splitlines()[0] == "[[2.5]]"
