@@ -202,6 +202,23 @@ def test_a_keras_2_h5_file_loads_under_keras_3(tmp_path: Path) -> None:
     assert_same(predictor.predict_tensors(inputs), expected)
 
 
+def test_a_subclassed_model_is_refused_with_the_way_out(tmp_path: Path) -> None:
+    import keras
+
+    @keras.saving.register_keras_serializable("flask_predict_tests")
+    class Doubler(keras.Model):
+        def call(self, x: Any) -> Any:
+            return x * 2.0
+
+    model = Doubler()
+    model(np.zeros((1, 2), np.float32))
+    (tmp_path / "1").mkdir()
+    model.save(tmp_path / "1" / "model.keras")
+    with pytest.raises(ConfigError, match=r"declares no inputs \(a subclassed model\?\): "
+                                          "export it with model.export"):
+        TensorFlowPredictor.from_path(os.fspath(tmp_path / "1"))
+
+
 def test_close_releases_the_model(keras_models: Path) -> None:
     predictor = TensorFlowPredictor.from_path(version(keras_models, "classifier_keras"))
     predictor.close()
