@@ -67,7 +67,10 @@ def test_without_predict_gpus_workers_take_the_detected_gpus_in_turn(
 
 
 def test_assign_gpu_sets_visible_devices(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.delenv("CUDA_VISIBLE_DEVICES", raising=False)
+    # setenv first: monkeypatch then removes what assign_gpu sets (a delenv of an absent
+    # variable records nothing, and "1" leaked into every later test)
+    monkeypatch.setenv("CUDA_VISIBLE_DEVICES", "")
+    monkeypatch.delenv("CUDA_VISIBLE_DEVICES")
     monkeypatch.setattr(runtime, "NVIDIA_GPUS", str(tmp_path / "no-driver"))
     runtime.assign_gpu(None, 1)
     assert "CUDA_VISIBLE_DEVICES" not in os.environ
