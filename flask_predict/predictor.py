@@ -65,6 +65,14 @@ class Predictor(abc.ABC):
         outputs = self.predict_tensors(inputs, self.instance_outputs, signature_name)
         return codecs.tensors_to_rows(outputs)
 
+    def predict_request(self, body: Any) -> Any:
+        """The whole-request door of a model whose metadata says ``request_door``: the
+        parsed JSON body of a Vertex AI or AI Platform predict request in, the JSON-able
+        answer out, as Vertex AI's custom prediction routines take them. The default
+        refuses (400): the other predictors answer through :meth:`predict`.
+        """
+        raise FailedPrecondition("the model does not take whole request bodies")
+
     def predict_matrix(self, matrix: Tensor) -> list[Any] | None:
         """``predict(instances)`` for instances that arrived as a matrix of JSON numbers,
         already parsed to float64 (:func:`codecs.number_matrix`): same answer, no Python

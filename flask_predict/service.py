@@ -4,8 +4,8 @@ through :class:`ModelService` and nothing else.
 A request is resolved once: :meth:`ModelService.use` finds the loaded version a request
 names (number, label, version name or default) and holds it until the request is done, so a
 swap never closes a predictor under a running request. The verbs (:meth:`predict`,
-:meth:`predict_instances`, :meth:`classify` ...) run on the held version; they are the only
-callers of predictor methods, and any failure of a predictor becomes
+:meth:`predict_instances`, :meth:`predict_request`, :meth:`classify` ...) run on the held
+version; they are the only callers of predictor methods, and any failure of a predictor becomes
 :class:`~flask_predict.errors.PredictorFailed` (a 500 with a generic message; the cause is
 chained for the log).
 
@@ -230,6 +230,11 @@ class ModelService:
                                   f"{type(predictions).__name__}; predict must return a "
                                   "list or a numpy array")
         return list(predictions)
+
+    def predict_request(self, loaded: LoadedVersion, body: Any) -> Any:
+        """The whole-request door (``metadata.request_door``): the parsed body in, the
+        predictor's JSON-able answer out, as it returned it."""
+        return self.call(loaded, "predict", loaded.predictor.predict_request, (body,))
 
     def predict_matrix(self, loaded: LoadedVersion, matrix: Tensor) -> list[Any] | None:
         """The instances door for instances parsed straight into a float64 matrix;

@@ -67,6 +67,10 @@ class ModelMetadata:
     instances_door: bool = False
     """The predictor's own door is ``predict(instances)`` (a custom prediction routine):
     protocols hand it the request's JSON instances as they are instead of tensors."""
+    request_door: bool = False
+    """The predictor takes the whole request body of the Vertex AI and AI Platform predict
+    routes and returns the whole answer (:meth:`Predictor.predict_request`, a Vertex AI
+    custom prediction routine)."""
 
     @property
     def signature(self) -> Signature:

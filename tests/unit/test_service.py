@@ -10,6 +10,7 @@ import pytest
 from flask import Flask
 
 from flask_predict import FlaskPredict, InvalidInput, Predictor, PredictorFailed
+from flask_predict.errors import FailedPrecondition
 from flask_predict.service import ModelService
 from flask_predict.state import PredictState
 from flask_predict.types import InferenceRequest, Tensor
@@ -33,6 +34,11 @@ class Fragile(Predictor):
         if mode == "array":
             return np.array(instances) * 2
         return instances
+
+    def predict_request(self, body: Any) -> Any:
+        if body == "raise":
+            raise KeyError("instances")
+        return {"whole": body}
 
     def predict_tensors(self, inputs: Mapping[str, Tensor], outputs: Sequence[str] | None = None,
                         signature: str | None = None) -> dict[str, Tensor]:
@@ -121,3 +127,21 @@ def test_a_call_is_timed_on_the_record_and_holds_the_version_lock(state: Predict
     assert (record.model, record.version) == ("f", "4")
     assert 0 < record.predict_started <= record.predict_ended
     assert record.predict_seconds > 0
+
+
+def test_whole_request_door(state: PredictState) -> None:
+    """A Vertex AI routine's door: the body in, the predictor's answer out as it is."""
+    service = state.service
+    with service.use("f") as loaded:
+        assert service.predict_request(loaded, {"instances": [1]}) == {
+            "whole": {"instances": [1]}}
+        with pytest.raises(PredictorFailed, match="model 'f' failed to predict") as info:
+            service.predict_request(loaded, "raise")
+        assert isinstance(info.value.__cause__, KeyError)
+    assert loaded.uses == 0
+
+
+def test_predictors_refuse_whole_requests_by_default() -> None:
+    with pytest.raises(FailedPrecondition, match="does not take whole request bodies"):
+        Predictor.predict_request(Fragile(), {"instances": [1]})
+    assert not Fragile().metadata().request_door
