@@ -162,8 +162,11 @@ def test_check_custom_routine_with_its_options(capsys: pytest.CaptureFixture[str
     status, out, _ = run_main(capsys, "check", str(model_root / "echo"),
                               "--option", "class=predictor.EchoPredictor")
     assert status == 0 and "plugin:     custom" in out and "loads:      yes" in out
-    status, out, _ = run_main(capsys, "check", str(model_root / "echo"))
-    assert status == 1 and "loads:      no: no installed plugin recognises the files" in out
+    status, out, _ = run_main(capsys, "check", str(model_root / "echo"))  # its class found
+    assert status == 0 and "plugin:     custom" in out and "loads:      yes" in out
+    status, out, _ = run_main(capsys, "check", str(model_root / "echo"), "--option",
+                              "class=predictor.Nope")
+    assert status == 1 and "loads:      no: TypeError: predictor.Nope cannot be found" in out
 
 
 def test_check_failures(capsys: pytest.CaptureFixture[str], tmp_path: Path,
@@ -213,7 +216,8 @@ def test_flask_command_group(make_app: Any, model_config: dict[str, Any],
     assert len(lines) == 3
     checked = runner.invoke(args=["predict", "check", str(model_root / "xgb"), "--json"])
     assert checked.exit_code == 0 and json.loads(checked.output)[0]["predictor"] == "xgboost"
-    failed = runner.invoke(args=["predict", "check", str(model_root / "echo")])
+    failed = runner.invoke(args=["predict", "check", str(model_root / "echo"), "--option",
+                                 "class=predictor.Nope"])
     assert failed.exit_code == 1
 
 
