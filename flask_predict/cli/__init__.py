@@ -1,9 +1,10 @@
-"""The ``flask-predict`` command: ``serve``, ``check DIR``, ``demo DIR``.
+"""The ``flask-predict`` command: ``serve``, ``check DIR``, ``predict DIR``, ``demo DIR``.
 
 ``serve`` starts gunicorn with the packaged settings (see :mod:`.serve`); ``check`` loads a
-version folder the way a worker would and reports on it (see :mod:`.check`); ``demo`` writes
-the demo models (see :mod:`flask_predict.demo`). An app that embeds the extension gets the
-same commands under ``flask predict`` (see :mod:`.group`).
+version folder the way a worker would and reports on it (see :mod:`.check`); ``predict``
+runs one prediction in process (see :mod:`.local`); ``demo`` writes the demo models (see
+:mod:`flask_predict.demo`). An app that embeds the extension gets ``check`` and ``demo``
+under ``flask predict`` (see :mod:`.group`).
 """
 
 from __future__ import annotations
@@ -15,7 +16,8 @@ from importlib.metadata import version
 from pathlib import Path
 from typing import Mapping, Sequence
 
-from . import check, serve
+from ..errors import ConfigError
+from . import check, local, serve
 
 
 def build_parser(environ: Mapping[str, str] = os.environ) -> argparse.ArgumentParser:
@@ -47,6 +49,12 @@ def build_parser(environ: Mapping[str, str] = os.environ) -> argparse.ArgumentPa
                                "config (e.g. class=predictor.MyPredictor); repeatable")
     checking.add_argument("--json", action="store_true", help="print JSON")
 
+    predicting = commands.add_parser(
+        "predict", allow_abbrev=False, help="run one prediction in this process",
+        description="Load a model folder as a server would and print the answer of one "
+                    "AI Platform predict request, as gcloud ai-platform local predict does.")
+    local.add_arguments(predicting)
+
     demo = commands.add_parser(
         "demo", allow_abbrev=False, help="write the demo models",
         description="Write one demo model per installed framework and their models.json.")
@@ -76,9 +84,28 @@ def main(argv: Sequence[str] | None = None) -> int:
         results = check.check_path(args.dir, args.predictor, options)
         print(check.as_json(results) if args.json else check.render(results))
         return 0 if all(result.loaded for result in results) else 1
+    if args.command == "predict":
+        return predict(parser, args)
     from ..demo import write_demo
 
     write_demo(Path(args.dir))
+    return 0
+
+
+def predict(parser: argparse.ArgumentParser, args: argparse.Namespace) -> int:
+    """``predict``: the answer on standard output (0), or the error on standard error: 1
+    when the model refuses or fails, 2 for flags or input files that cannot be used."""
+    try:
+        status, answer = local.run(args, sys.stdin.buffer)
+    except (ValueError, local.InputError) as exc:
+        parser.exit(2, f"flask-predict predict: error: {exc}\n")
+    except ConfigError as exc:
+        print(f"flask-predict predict: {exc.message}", file=sys.stderr)
+        return 1
+    if status != 200:
+        print(answer, file=sys.stderr)
+        return 1
+    print(answer)
     return 0
 
 

@@ -1,0 +1,164 @@
+"""``flask-predict predict MODEL_DIR``: one prediction in this process, as ``gcloud
+ai-platform local predict`` runs one, for every kind of model the plugins serve (Google's
+custom prediction routines included, which gcloud cannot run locally).
+
+Nothing here loads or predicts by itself: the model is served by an app built with the
+extension (the plugins, detection, options and warm-up a server uses) and asked on the AI
+Platform predict route in process, so the answer printed is the body a server would send.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+from typing import IO, Any
+
+from flask import Flask
+
+from ..extension import FlaskPredict, close_app
+from ..vertex_storage import storage_base_path
+from .check import parse_options
+
+FRAMEWORKS = {"tensorflow": "tensorflow", "scikit-learn": "sklearn", "xgboost": "xgboost"}
+"""gcloud's ``--framework`` values -> the plugin that serves each."""
+
+
+class InputError(Exception):
+    """An instances or request file that cannot be sent; the message says why."""
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    """``predict``'s flags: gcloud's, and ``check``'s plugin flags."""
+    parser.add_argument("model_dir", metavar="MODEL_DIR", nargs="?",
+                        help="a version folder, or a model's base path (its default "
+                             "version answers)")
+    parser.add_argument("--model-dir", dest="model_dir_flag", metavar="MODEL_DIR",
+                        help="the same, as gcloud spells it")
+    source = parser.add_mutually_exclusive_group(required=True)
+    source.add_argument("--json-instances", metavar="FILE",
+                        help="newline-delimited JSON instances ('-': standard input)")
+    source.add_argument("--json-request", metavar="FILE",
+                        help="the JSON body of a predict request ('-': standard input)")
+    source.add_argument("--text-instances", metavar="FILE",
+                        help="newline-delimited text instances ('-': standard input)")
+    parser.add_argument("--framework", choices=sorted(FRAMEWORKS),
+                        help="the framework's plugin (default: detected from the files)")
+    parser.add_argument("--predictor", metavar="NAME",
+                        help="the plugin to use, by name (default: detected from the files)")
+    parser.add_argument("--option", action="append", metavar="KEY=VALUE",
+                        help="an option for the plugin's from_path, as in the model config "
+                             "(e.g. class=predictor.MyPredictor); repeatable")
+    parser.add_argument("--signature-name", metavar="NAME",
+                        help="the signature to call (the request's signature_name)")
+
+
+def run(args: argparse.Namespace, stdin: IO[bytes]) -> tuple[int, str]:
+    """Predict as *args* say: the HTTP status and the answer's text.
+
+    :raises ValueError: flags that do not go together.
+    :raises InputError: an input file that cannot be read or sent.
+    """
+    model_dir = _model_dir(args)
+    if args.framework and args.predictor:
+        raise ValueError("give --framework or --predictor, not both")
+    predictor = FRAMEWORKS[args.framework] if args.framework else args.predictor
+    body = request_body(args, stdin)
+    return predict(model_dir, body, predictor, parse_options(args.option))
+
+
+def _model_dir(args: argparse.Namespace) -> str:
+    if args.model_dir and args.model_dir_flag:
+        raise ValueError("give MODEL_DIR or --model-dir, not both")
+    model_dir: str | None = args.model_dir or args.model_dir_flag
+    if not model_dir:
+        raise ValueError("MODEL_DIR is required")
+    if not os.path.isdir(model_dir):
+        raise ValueError(f"{model_dir!r} is not a directory")
+    return model_dir
+
+
+def request_body(args: argparse.Namespace, stdin: IO[bytes]) -> bytes:
+    """The predict request the input flag describes, as JSON text: a request file as it is;
+    instances (one per line, no empty line) as ``{"instances": [...]}``, as gcloud reads
+    them."""
+    path = args.json_request or args.json_instances or args.text_instances
+    data = _read(path, stdin)
+    if args.json_request:
+        body: Any = _json(data, "the request")
+        if not isinstance(body, dict) or not isinstance(body.get("instances"), list):
+            raise InputError('the request must be a JSON object with an "instances" list')
+    else:
+        body = {"instances": instances(data, as_json=bool(args.json_instances))}
+    if args.signature_name:
+        body["signature_name"] = args.signature_name
+    return json.dumps(body).encode()
+
+
+def _read(path: str, stdin: IO[bytes]) -> bytes:
+    if path == "-":
+        return stdin.read()
+    try:
+        with open(path, "rb") as file:
+            return file.read()
+    except OSError as exc:
+        raise InputError(f"cannot read {path!r}: {exc.strerror}")
+
+
+def instances(data: bytes, as_json: bool) -> list[Any]:
+    """One instance per line: JSON values, or the lines' text."""
+    try:
+        text = data.decode("utf-8-sig")
+    except UnicodeDecodeError:
+        raise InputError("the instances file is not UTF-8 text")
+    found: list[Any] = []
+    for number, line in enumerate(text.splitlines(), 1):
+        if not line.strip():
+            raise InputError(f"line {number} is empty: the instances file may not have "
+                             "empty lines")
+        found.append(_json(line, f"line {number}") if as_json else line)
+    if not found:
+        raise InputError("the instances file holds no instance")
+    return found
+
+
+def _json(text: bytes | str, what: str) -> Any:
+    try:
+        return json.loads(text)
+    except ValueError as exc:
+        raise InputError(f"{what} is not JSON: {exc}")
+
+
+def predict(model_dir: str, body: bytes, predictor: str | None,
+            options: dict[str, Any]) -> tuple[int, str]:
+    """Serve *model_dir* in an app of its own, post *body* to its AI Platform predict
+    route and return the status and the answer.
+
+    :raises flask_predict.errors.ConfigError: the model cannot be loaded (as a server would
+        refuse to start).
+    """
+    base_path = storage_base_path(os.path.abspath(model_dir))
+    name = model_name(model_dir)
+    entry: dict[str, Any] = {"base_path": base_path, "options": options}
+    if predictor:
+        entry["predictor"] = predictor
+    app = Flask(__name__)
+    app.config.update(PREDICT_MODELS={name: entry}, PREDICT_PROTOCOLS=["aiplatform"],
+                      PREDICT_POLL_SECONDS=0, PREDICT_METRICS=False)
+    FlaskPredict(app)
+    try:
+        response = app.test_client().post(f"/v1/projects/local/models/{name}:predict",
+                                          data=body, content_type="application/json")
+        return response.status_code, response.get_data(as_text=True)
+    finally:
+        close_app(app)
+
+
+def model_name(model_dir: str) -> str:
+    """The model's name in messages: its folder's (a version folder's parent's)."""
+    path = os.path.abspath(model_dir)
+    name = os.path.basename(path)
+    if name.isdigit():
+        name = os.path.basename(os.path.dirname(path))
+    return name.replace(":", "_") or "model"
+
