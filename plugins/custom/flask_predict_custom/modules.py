@@ -88,8 +88,11 @@ class VersionModules:
     def call(self, function: Callable[..., Any], *args: Any, **kwargs: Any) -> Any:
         """``function(*args, **kwargs)`` with this version active; an iterator it returns
         (a streaming ``predict``) is advanced with this version active too."""
-        with self.active():
+        token = _active.set(self)  # not active(): this runs on every request
+        try:
             result = function(*args, **kwargs)
+        finally:
+            _active.reset(token)
         if isinstance(result, types.GeneratorType):
             return self._advance(result)
         return result
