@@ -304,3 +304,45 @@ def vertex_answers(cases: list[tuple[Path, str, list[Any]]]) -> list[list[tuple[
             json.dump(answers, f)
         ''', str(out), json.dumps([[str(f), c, b] for f, c, b in cases]))
     return [[(status, body) for status, body in case] for case in json.loads(out.read_text())]
+
+
+VERTEX_ECHO = '''
+class Echo:
+    """A Vertex AI routine that answers the body it was given, or misbehaves as the body's
+    "parameters" ask ({"ask": ...}): the paths a server must survive."""
+
+    def load(self, artifacts_uri):
+        self.folder = artifacts_uri
+
+    def preprocess(self, prediction_input):
+        ask = None
+        if isinstance(prediction_input, dict):
+            ask = (prediction_input.get("parameters") or {}).get("ask")
+        if ask == "raise":
+            raise ValueError("preprocess cannot take this request")
+        return prediction_input, ask
+
+    def predict(self, instances):
+        return instances
+
+    def postprocess(self, prediction_results):
+        body, ask = prediction_results
+        if ask == "set":
+            return {"predictions": [{1, 2}]}
+        if ask == "circular":
+            loop = []
+            loop.append(loop)
+            return {"predictions": loop}
+        if ask == "bare":
+            return [body]
+        if ask == "metadata":
+            return {"predictions": [body], "metadata": {"served_by": "echo"}, "other": 1}
+        return {"predictions": [body]}
+'''
+
+
+def make_vertex_echo(folder: Path) -> Path:
+    """:data:`VERTEX_ECHO` in ``predictor.py``, the only file of its version folder."""
+    folder.mkdir(parents=True)
+    (folder / "predictor.py").write_text(VERTEX_ECHO)
+    return folder

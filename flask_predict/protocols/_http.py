@@ -149,6 +149,11 @@ def json_response(payload: Any, status: int = 200) -> Response:
     return Response(codecs.dumps(payload), status=status, mimetype=JSON_MIMETYPE)
 
 
+def json_text(text: bytes, status: int = 200) -> Response:
+    """An answer already printed as JSON."""
+    return Response(text, status=status, mimetype=JSON_MIMETYPE)
+
+
 def as_predict_error(exc: Exception) -> PredictError:
     """Any exception raised in a view as a :class:`PredictError`, logged once.
 

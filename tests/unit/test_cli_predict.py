@@ -15,7 +15,8 @@ import pytest
 from flask_predict.cli import main
 from flask_predict.cli.local import instances, model_name
 from flask_predict.demo import export_half_plus_two, train_iris, train_xgboost_missing
-from tests.routines import IRIS_ROWS, aiplatform_answers, make_tutorial
+from tests.routines import (IRIS_ROWS, aiplatform_answers, make_tutorial, make_vertex,
+                            vertex_answers)
 
 
 def run(capsys: pytest.CaptureFixture[str], *argv: str) -> tuple[int, str, str]:
@@ -87,6 +88,20 @@ def test_googles_tutorial_routine(models: Path, tmp_path: Path,
                          lines(tmp_path / "rows.json", IRIS_ROWS),
                          "--option", "class=predictor.MyPredictor")
     assert status == 0 and json.loads(out) == {"predictions": labels}
+
+
+def test_a_vertex_routine_prints_its_whole_answer(tmp_path: Path,
+                                                  capsys: pytest.CaptureFixture[str]) -> None:
+    """A Vertex AI routine gets the whole request and its answer is printed as it is, as
+    Vertex AI's CPR model server answers."""
+    folder = tmp_path / "cpr" / "1"
+    make_vertex([(folder, False, False)])
+    body = {"instances": IRIS_ROWS, "parameters": {"scale": 1.5}}
+    [(code, expected)], = vertex_answers([(folder, "CprPredictor", [body])])
+    request = tmp_path / "request.json"
+    request.write_text(json.dumps(body))
+    status, out, _ = run(capsys, str(folder), "--json-request", str(request))
+    assert code == 200 and status == 0 and json.loads(out) == expected
 
 
 def test_text_instances_from_standard_input(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,

@@ -1,11 +1,14 @@
-"""What both APIs share: the ``{"instances": [...]}`` body, version names, running a predict."""
+"""What both APIs share: the ``{"instances": [...]}`` body, running a predict, and the
+whole-request door of a Vertex AI prediction routine (``metadata.request_door``)."""
 
 from __future__ import annotations
 
 from typing import Any, Callable
 
-from ... import limits
-from ...errors import InvalidInput
+import numpy as np
+
+from ... import codecs, limits
+from ...errors import InvalidInput, PredictorFailed
 from ...served import LoadedVersion
 from ...state import PredictState
 from .._body import json_kind, number_matrix, parse_json
@@ -16,8 +19,7 @@ Decoder = Callable[[Any], tuple[list[Any], dict[str, Any]]]
 
 def decode_predict(body: Any) -> tuple[list[Any], dict[str, Any]]:
     """AI Platform's body: the instances, and every other top-level key as a keyword."""
-    if not isinstance(body, dict):
-        raise InvalidInput("Invalid request: the body must be a JSON object")
+    require_object(body)
     if "instances" not in body:
         raise InvalidInput('Invalid JSON request: missing "instances" attribute')
     instances = body["instances"]
@@ -26,6 +28,12 @@ def decode_predict(body: Any) -> tuple[list[Any], dict[str, Any]]:
     if not instances:
         raise InvalidInput('Invalid JSON request: "instances" must not be empty')
     return instances, {key: value for key, value in body.items() if key != "instances"}
+
+
+def require_object(body: Any) -> None:
+    """AI Platform's rule for every predict body: a JSON object."""
+    if not isinstance(body, dict):
+        raise InvalidInput("Invalid request: the body must be a JSON object")
 
 
 def decode_vertex(body: Any) -> tuple[list[Any], dict[str, Any]]:
@@ -66,3 +74,55 @@ def run_predict(state: PredictState, body: bytes, loaded: LoadedVersion,
     instances, kwargs = decode(parse_json(body, bounds))
     limits.check_instances(bounds, len(instances))
     return state.service.predict_instances(loaded, instances, kwargs)
+
+
+def run_answer(state: PredictState, body: bytes, loaded: LoadedVersion,
+               check: Callable[[Any], object] | None = None) -> Any:
+    """What a predict route answers for *body* on *loaded*: a whole-request model's own
+    answer (:func:`run_request`, the parsed body checked by *check*), else
+    ``{"predictions": [...]}`` from the instances (:func:`run_predict`)."""
+    if loaded.metadata.request_door:
+        return run_request(state, body, loaded, check)
+    return {"predictions": run_predict(state, body, loaded)}
+
+
+def run_request(state: PredictState, body: bytes, loaded: LoadedVersion,
+                check: Callable[[Any], object] | None = None) -> Any:
+    """Run a whole-request model (``metadata.request_door``, a Vertex AI routine) as Vertex
+    AI's CPR model server runs it: the parsed body (checked by *check*, where the route
+    restricts what it takes) goes to the model as it is, and what the model returns is the
+    answer. ``PREDICT_MAX_INSTANCES`` bounds an ``instances`` list."""
+    bounds = state.settings.limits
+    document = parse_json(body, bounds)
+    if check is not None:
+        check(document)
+    if isinstance(document, dict) and isinstance(document.get("instances"), list):
+        limits.check_instances(bounds, len(document["instances"]))
+    return state.service.predict_request(loaded, document)
+
+
+def endpoint_fields(name: str, answer: Any) -> dict[str, Any]:
+    """The fields of Vertex AI's ``PredictResponse`` a whole-request model's *answer* fills:
+    its ``predictions`` list, and its ``metadata`` where it has one (the response has no
+    field for other keys). An answer without a ``predictions`` list is the model's failure
+    (500), as Vertex AI's API refuses such an answer from a container."""
+    predictions = answer.get("predictions") if isinstance(answer, dict) else None
+    if not (isinstance(predictions, (list, tuple))
+            or isinstance(predictions, np.ndarray) and predictions.ndim > 0):
+        raise PredictorFailed(f'model {name!r} answered without a "predictions" list, which '
+                              "an endpoint's :predict answer needs (:rawPredict answers as "
+                              "the model does)")
+    fields = {"predictions": predictions}
+    if "metadata" in answer:
+        fields["metadata"] = answer["metadata"]
+    return fields
+
+
+def print_answer(name: str, answer: Any) -> bytes:
+    """*answer* as JSON text; an answer JSON cannot carry (a set, an object, a circular
+    list) is model *name*'s failure (500), never a worker's."""
+    try:
+        return codecs.dumps(answer)
+    except (TypeError, ValueError, RecursionError) as exc:
+        raise PredictorFailed(f"model {name!r} answered a value that is not JSON: {exc}"
+                              ) from exc

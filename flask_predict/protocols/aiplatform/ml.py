@@ -3,7 +3,8 @@
 ``POST /v1/projects/<project>/models/<model>[/versions/<version>]:predict`` with
 ``{"instances": [...]}``; every other top-level key reaches the predictor as a keyword
 argument. Answers ``{"predictions": [...]}``, or ``{"error": "<message>"}`` when the
-prediction fails (400, 413, 500). Routing errors (a project not in
+prediction fails (400, 413, 500). A Vertex AI routine (``metadata.request_door``) gets the
+whole body, any JSON object, and its answer is the response, as it returned it. Routing errors (a project not in
 ``PREDICT_AIPLATFORM_PROJECTS``, an unknown model or version, any other path or method under
 ``/v1/projects/``) answer Google's error envelope, as AI Platform does.
 """
@@ -18,10 +19,10 @@ from flask.typing import ResponseReturnValue
 from ...errors import ModelNotFound, ModelNotReady
 from ...served import LoadedVersion
 from ...state import PredictState
-from .._http import json_response, read_body, request_state
+from .._http import json_response, json_text, read_body, request_state
 from .blueprint import bp
 from .envelope import GoogleError, not_found, project_allowed
-from .instances import run_predict
+from .instances import print_answer, require_object, run_answer
 
 ALL_METHODS = ["GET", "POST", "PUT", "PATCH", "DELETE", "HEAD", "OPTIONS"]
 FRAMEWORKS = {"sklearn": "SCIKIT_LEARN", "xgboost": "XGBOOST", "tensorflow": "TENSORFLOW"}
@@ -54,8 +55,8 @@ def holding_version(state: PredictState, project: str, model: str,
 def predict(project: str, model: str, version: str | None = None) -> ResponseReturnValue:
     state = request_state()
     with holding_version(state, project, model, version) as loaded:
-        predictions = run_predict(state, read_body(state), loaded)
-    return json_response({"predictions": predictions})
+        answer = run_answer(state, read_body(state), loaded, require_object)
+    return json_text(print_answer(loaded.name, answer))
 
 
 @bp.get("/v1/projects/<project>/models/<model>")

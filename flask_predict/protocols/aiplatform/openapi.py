@@ -47,6 +47,8 @@ PREDICT_RESPONSE: Schema = {
     "required": ["predictions"],
     "properties": {"predictions": {"type": "array", "items": ANY,
                                    "description": "One per instance, in order."}},
+    "description": "A Vertex AI prediction routine answers what its `postprocess` returns, "
+                   "as it is.",
 }
 
 VERTEX_RESPONSE: Schema = {
@@ -59,6 +61,8 @@ VERTEX_RESPONSE: Schema = {
                   "examples": ["projects/demo/locations/us-central1/models/iris"]},
         "modelDisplayName": {"type": "string"},
         "modelVersionId": {"type": "string"},
+        "metadata": {**ANY, "description": "A Vertex AI prediction routine's `metadata`, "
+                                           "where its answer has one."},
     },
 }
 

@@ -7,6 +7,11 @@ Vertex AI's API does. ``:rawPredict`` takes the body a custom container's predic
 and answers what that route answers. ``PREDICT_VERTEX_ENDPOINTS`` maps endpoint ids to
 models; without it the endpoint id is the model name.
 
+A Vertex AI routine (``metadata.request_door``) is served as Vertex AI's CPR model server
+serves it: the container's predict route and ``:rawPredict`` hand it the whole body, any
+JSON, and answer what it returns; ``:predict`` hands it the checked ``PredictRequest`` and
+takes ``predictions`` (and ``metadata``) from its answer into the ``PredictResponse``.
+
 In a Vertex AI custom container, the routes in ``AIP_PREDICT_ROUTE`` and ``AIP_HEALTH_ROUTE``
 serve the deployed model:
 https://cloud.google.com/vertex-ai/docs/predictions/custom-container-requirements
@@ -21,11 +26,12 @@ from flask.typing import ResponseReturnValue
 from ...errors import ModelNotFound, ModelNotReady, PredictError
 from ...served import LoadedVersion
 from ...state import EXTENSION_KEY, PredictState
-from .._http import json_response, read_body, request_state
+from .._http import json_response, json_text, read_body, request_state
 from . import settings
 from .blueprint import bp
 from .envelope import GoogleError, enveloped, not_found, project_allowed
-from .instances import decode_vertex, run_predict
+from .instances import (decode_vertex, endpoint_fields, print_answer, run_answer, run_predict,
+                        run_request)
 
 ENDPOINT = "/v1/projects/<project>/locations/<location>/endpoints/<endpoint>"
 
@@ -53,14 +59,16 @@ def holding_endpoint(state: PredictState, project: str, location: str,
 def endpoint_predict(project: str, location: str, endpoint: str) -> ResponseReturnValue:
     state = request_state()
     with holding_endpoint(state, project, location, endpoint) as loaded:
-        predictions = run_predict(state, read_body(state), loaded, decode_vertex)
-    return json_response({
-        "predictions": predictions,
-        "deployedModelId": loaded.name,
-        "model": f"projects/{project}/locations/{location}/models/{loaded.name}",
-        "modelDisplayName": loaded.name,
-        "modelVersionId": str(loaded.version),
-    })
+        body = read_body(state)
+        if loaded.metadata.request_door:
+            answer = endpoint_fields(loaded.name, run_request(state, body, loaded,
+                                                              decode_vertex))
+        else:
+            answer = {"predictions": run_predict(state, body, loaded, decode_vertex)}
+    answer.update(deployedModelId=loaded.name,
+                  model=f"projects/{project}/locations/{location}/models/{loaded.name}",
+                  modelDisplayName=loaded.name, modelVersionId=str(loaded.version))
+    return json_text(print_answer(loaded.name, answer))
 
 
 @bp.post(ENDPOINT + ":rawPredict")
@@ -68,8 +76,8 @@ def endpoint_raw_predict(project: str, location: str, endpoint: str) -> Response
     """The body goes to the model as a custom container's predict route takes it."""
     state = request_state()
     with holding_endpoint(state, project, location, endpoint) as loaded:
-        predictions = run_predict(state, read_body(state), loaded)
-    return json_response({"predictions": predictions})
+        answer = run_answer(state, read_body(state), loaded)
+    return json_text(print_answer(loaded.name, answer))
 
 
 @bp.record
@@ -96,11 +104,12 @@ def vertex_model(state: PredictState) -> str:
 
 
 def vertex_predict() -> ResponseReturnValue:
-    """``{"instances": [...], "parameters": {...}}`` -> ``{"predictions": [...]}``."""
+    """``{"instances": [...], "parameters": {...}}`` -> ``{"predictions": [...]}`` (a
+    Vertex AI routine: any body -> its answer)."""
     state = request_state()
     with state.service.use(vertex_model(state)) as loaded:
-        predictions = run_predict(state, read_body(state), loaded)
-    return json_response({"predictions": predictions})
+        answer = run_answer(state, read_body(state), loaded)
+    return json_text(print_answer(loaded.name, answer))
 
 
 def vertex_health() -> ResponseReturnValue:
