@@ -101,6 +101,15 @@ def run_request(state: PredictState, body: bytes, loaded: LoadedVersion,
     return state.service.predict_request(loaded, document)
 
 
+def run_endpoint(state: PredictState, body: bytes, loaded: LoadedVersion) -> dict[str, Any]:
+    """An endpoint's ``:predict``: the fields of Vertex AI's ``PredictResponse`` that the
+    model fills, from the checked ``PredictRequest`` (the routine's whole answer through
+    :func:`endpoint_fields` for a whole-request model)."""
+    if loaded.metadata.request_door:
+        return endpoint_fields(loaded.name, run_request(state, body, loaded, decode_vertex))
+    return {"predictions": run_predict(state, body, loaded, decode_vertex)}
+
+
 def endpoint_fields(name: str, answer: Any) -> dict[str, Any]:
     """The fields of Vertex AI's ``PredictResponse`` a whole-request model's *answer* fills:
     its ``predictions`` list, and its ``metadata`` where it has one (the response has no

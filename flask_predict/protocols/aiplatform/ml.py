@@ -3,10 +3,12 @@
 ``POST /v1/projects/<project>/models/<model>[/versions/<version>]:predict`` with
 ``{"instances": [...]}``; every other top-level key reaches the predictor as a keyword
 argument. Answers ``{"predictions": [...]}``, or ``{"error": "<message>"}`` when the
-prediction fails (400, 413, 500). A Vertex AI routine (``metadata.request_door``) gets the
-whole body, any JSON object, and its answer is the response, as it returned it. Routing errors (a project not in
+prediction fails (400, 413, 500). Routing errors (a project not in
 ``PREDICT_AIPLATFORM_PROJECTS``, an unknown model or version, any other path or method under
 ``/v1/projects/``) answer Google's error envelope, as AI Platform does.
+
+A Vertex AI routine (``metadata.request_door``) gets the whole body, any JSON object, and
+what it returns is the answer, as it is.
 """
 
 from __future__ import annotations

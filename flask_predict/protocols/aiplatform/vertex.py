@@ -30,8 +30,7 @@ from .._http import json_response, json_text, read_body, request_state
 from . import settings
 from .blueprint import bp
 from .envelope import GoogleError, enveloped, not_found, project_allowed
-from .instances import (decode_vertex, endpoint_fields, print_answer, run_answer, run_predict,
-                        run_request)
+from .instances import print_answer, run_answer, run_endpoint
 
 ENDPOINT = "/v1/projects/<project>/locations/<location>/endpoints/<endpoint>"
 
@@ -59,12 +58,7 @@ def holding_endpoint(state: PredictState, project: str, location: str,
 def endpoint_predict(project: str, location: str, endpoint: str) -> ResponseReturnValue:
     state = request_state()
     with holding_endpoint(state, project, location, endpoint) as loaded:
-        body = read_body(state)
-        if loaded.metadata.request_door:
-            answer = endpoint_fields(loaded.name, run_request(state, body, loaded,
-                                                              decode_vertex))
-        else:
-            answer = {"predictions": run_predict(state, body, loaded, decode_vertex)}
+        answer = run_endpoint(state, read_body(state), loaded)
     answer.update(deployedModelId=loaded.name,
                   model=f"projects/{project}/locations/{location}/models/{loaded.name}",
                   modelDisplayName=loaded.name, modelVersionId=str(loaded.version))
