@@ -43,6 +43,7 @@ DEFAULTS: dict[str, Any] = {
     "PREDICT_MANAGE_PROCESS": False,
     "PREDICT_LOAD_IN_BACKGROUND": False,
     "PREDICT_LOAD_WAIT_SECONDS": 30.0,
+    "PREDICT_SHARED_MODELS": True,
     "PREDICT_GRPC_PORT": None,
     "PREDICT_GRPC_HOST": "0.0.0.0",
     "PREDICT_GRPC_MAX_MESSAGE_BYTES": None,
@@ -107,6 +108,9 @@ class Settings:
     load_in_background: bool
     """Load models on a thread after ``init_app`` returns: liveness answers meanwhile,
     readiness once they are loaded (the standalone server's mode)."""
+    shared_models: bool
+    """Under gunicorn with flask-predict's settings: load the models whose plugin allows it
+    once, in the master, for every worker (:mod:`flask_predict.sharing`)."""
     load_wait_seconds: float
     """With background loading: how long a request that needs a model waits for the first
     load before it is answered "not ready" (probes never wait)."""
@@ -201,6 +205,7 @@ def read_settings(config: Mapping[str, Any]) -> Settings:
                       number_value(values, "PREDICT_WORKER_INDEX", int, minimum=0)),
         manage_process=bool_value(values, "PREDICT_MANAGE_PROCESS"),
         load_in_background=bool_value(values, "PREDICT_LOAD_IN_BACKGROUND"),
+        shared_models=bool_value(values, "PREDICT_SHARED_MODELS"),
         load_wait_seconds=number_value(values, "PREDICT_LOAD_WAIT_SECONDS", float, minimum=0),
         grpc_port=(None if values["PREDICT_GRPC_PORT"] in (None, "") else
                    number_value(values, "PREDICT_GRPC_PORT", int, minimum=0, maximum=65535)),

@@ -23,6 +23,7 @@ from .repository import ModelRepository
 from .scope import Scopes
 from .service import ModelService
 from .shared_state import StateDir
+from .sharing import inherited
 from .state import EXTENSION_KEY, PredictState
 from .watcher import UNLOADED_MODELS, Watcher
 
@@ -74,10 +75,10 @@ class FlaskPredict:
         skipped = unloaded.read() if unloaded is not None else frozenset()
         specs = [spec for spec in settings.models if spec.name not in skipped]
         if background:
-            repository = ModelRepository(self.predictor_class, listener)
+            repository = ModelRepository(self.predictor_class, listener, inherited())
             repository.announce(specs)  # known at once; loaded by the watcher's thread
         else:
-            repository = ModelRepository.load(specs, self.predictor_class, listener)
+            repository = ModelRepository.load(specs, self.predictor_class, listener, inherited())
         watcher = None
         if watched:
             watcher = Watcher(repository, app.config.get("PREDICT_MODELS"),

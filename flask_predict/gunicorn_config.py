@@ -1,6 +1,8 @@
 """Gunicorn settings for the deployment app, loadable from anywhere:
 ``gunicorn -c python:flask_predict.gunicorn_config flask_predict.wsgi:app``. Every sync worker
-imports the app itself and so loads its own copy of every model. Hooks only log or delegate
+imports the app itself; the models every worker can share (scikit-learn, XGBoost) are loaded
+once, in the master, and inherited through the fork (``when_ready``); each worker loads the
+others (TensorFlow) itself. Hooks only log or delegate
 (to :mod:`flask_predict.server`); model logic lives in flask_predict.
 
 Environment: ``PORT`` (8080, else Vertex AI's ``AIP_HTTP_PORT``), ``HOST`` (0.0.0.0),
@@ -17,7 +19,7 @@ from typing import Any
 from . import server
 
 __all__ = ["bind", "workers", "worker_class", "preload_app", "timeout", "graceful_timeout",
-           "worker_tmp_dir", "keepalive", "control_socket_disable", "on_starting", "pre_fork",
+           "worker_tmp_dir", "keepalive", "control_socket_disable", "on_starting", "when_ready", "pre_fork",
            "post_fork", "post_worker_init", "child_exit", "post_request", "worker_exit"]
 
 #   bind - all interfaces on $PORT (else Vertex AI's $AIP_HTTP_PORT, else 8080).
@@ -29,9 +31,10 @@ workers = int(os.environ.get("WEB_CONCURRENCY", "2"))
 #       read whole, is answered, instead of waiting for the client to close first
 #       (flask_predict.sync_worker); ``-k sync`` is gunicorn's own.
 worker_class = "flask_predict.sync_worker.SyncWorker"
-#   preload_app - False: TensorFlow hangs in a forked child once the parent has imported it,
-#       and scikit-learn/XGBoost OpenMP pools are not fork-safe either; models are loaded
-#       after the fork, inside each worker.
+#   preload_app - False: the app (and TensorFlow, which hangs in a forked child once the
+#       parent has imported it) loads in each worker after the fork. The shareable models
+#       load in the master all the same (when_ready, flask_predict.sharing), with every
+#       native pool at one thread there, so no OpenMP pool reaches a worker.
 preload_app = False
 #   timeout - the longest single request a sync worker may take (the master kills a worker
 #       silent for longer); predictor calls stop at 80% of it with the protocol's timeout
@@ -65,6 +68,12 @@ def on_starting(server_: Any) -> None:
     server.share_timeout(server_.cfg.timeout)
     server.share_state_dir()
     server.server_starting(server_)
+
+
+def when_ready(server_: Any) -> None:
+    # listening; before the first worker: the models every worker can share (scikit-learn,
+    # XGBoost) load once, here, and are watched from a thread of the master
+    server.share_models(server_)
 
 
 def pre_fork(server_: Any, worker: Any) -> None:

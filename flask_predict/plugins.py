@@ -41,6 +41,16 @@ class Manifest:
     """Option names ``from_path`` accepts; ``None`` when the plugin does not say."""
     detect: Detector | None = None
     """Auto-detection; ``None``: the plugin is used only when a model names it."""
+    shared: bool | Callable[[Mapping[str, Any]], bool] = False
+    """Whether a version loaded with these options may be loaded once, in the gunicorn
+    master before it forks, and used by every worker (:mod:`flask_predict.sharing`): its
+    framework survives ``fork`` and loading it starts no thread pool (the master limits
+    OpenMP and BLAS to one thread while it loads). A function of the model's options, or
+    one answer for every model."""
+
+    def shares(self, options: Mapping[str, Any]) -> bool:
+        """Whether a model with *options* is loaded once per machine."""
+        return bool(self.shared(options) if callable(self.shared) else self.shared)
 
 
 def installed_names() -> list[str]:

@@ -179,5 +179,11 @@ class Predictor(abc.ABC):
         """
         return []
 
+    def after_fork(self) -> None:
+        """Called in each gunicorn worker that inherited this predictor, loaded once in the
+        master before the fork (a plugin whose manifest says ``shared``), before it serves
+        there: set what is per process, such as thread counts, which the master kept at one
+        while it loaded. Default: nothing."""
+
     def close(self) -> None:
         """Release framework resources when the version is unloaded. Default: nothing."""

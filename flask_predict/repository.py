@@ -3,9 +3,11 @@
 A model's versions are the numbered sub-folders of its ``base_path``, as in TF Serving.
 Names and versions from URLs are looked up here, never joined into paths.
 
-Each worker loads its own models. :meth:`ModelRepository.sync` loads new versions and
-unloads dropped ones; every change swaps a whole mapping, so a request in flight always sees
-a complete, consistent set of versions.
+Each worker loads its own models, except those the gunicorn master loaded for every worker
+before it forked (a :class:`~flask_predict.served.Shelf`, see :mod:`flask_predict.sharing`):
+those it serves as inherited. :meth:`ModelRepository.sync` loads new versions and unloads
+dropped ones; every change swaps a whole mapping, so a request in flight always sees a
+complete, consistent set of versions.
 """
 
 from __future__ import annotations
@@ -17,7 +19,7 @@ from typing import Callable, Iterable, Mapping
 
 from .artifacts import tree_stamp, version_folders, version_path
 from .errors import ConfigError, ModelNotFound
-from .served import LoadedVersion, ServedModel, VersionStatus, close_predictor
+from .served import LoadedVersion, ServedModel, Shelf, VersionStatus, close_predictor
 from .plugins import detect_predictor
 from .predictor import Predictor
 from .types import ModelSpec
@@ -41,11 +43,18 @@ class ModelRepository:
     once: closed when the last request holding it finishes (see :mod:`.loaded`).
     """
 
-    def __init__(self, lookup: PredictorLookup, listener: LoadListener | None = None) -> None:
+    def __init__(self, lookup: PredictorLookup, listener: LoadListener | None = None,
+                 shelf: Shelf | None = None, warm: bool = True) -> None:
         self._lookup = lookup
         self._listener = listener
+        self._shelf = shelf
+        """What the gunicorn master loaded for this worker (``None``: it loads everything)."""
+        self._warm = warm
+        """Replay warm-up requests on a new version (never in the master: no prediction
+        may run there, see :mod:`flask_predict.sharing`)."""
         self._models: Mapping[str, ServedModel] = {}
-        self._lock = threading.Lock()
+        self.lock = threading.Lock()
+        """Held while :meth:`sync` changes the models (the master forks only outside it)."""
         self._synced = False
         self.first_sync = threading.Event()
         """Set once the first :meth:`sync` is done (every configured model tried once)."""
@@ -53,16 +62,17 @@ class ModelRepository:
 
     @classmethod
     def load(cls, specs: Iterable[ModelSpec], lookup: PredictorLookup,
-             listener: LoadListener | None = None) -> ModelRepository:
+             listener: LoadListener | None = None, shelf: Shelf | None = None
+             ) -> ModelRepository:
         """Load every model; any failure raises :class:`ConfigError` (the server halts)."""
-        repository = cls(lookup, listener)
+        repository = cls(lookup, listener, shelf)
         repository.sync(specs, strict=True)
         return repository
 
     def announce(self, specs: Iterable[ModelSpec]) -> None:
         """Make *specs* known at once, before the first :meth:`sync` loads them: a request
         for one is answered "not ready" (503), not "not found" (404)."""
-        with self._lock:
+        with self.lock:
             for spec in specs:
                 if spec.name not in self._models:
                     self._publish(ServedModel(spec))
@@ -114,7 +124,7 @@ class ModelRepository:
         leave the policy are closed at the next call, so requests still running on them
         can finish. With *strict* any failure raises :class:`ConfigError` instead.
         """
-        with self._lock:
+        with self.lock:
             specs = list(specs)
             for spec in specs:  # known at once, not ready until loaded (503, not 404)
                 if spec.name not in self._models:
@@ -136,7 +146,10 @@ class ModelRepository:
                     served = ServedModel(spec)
                 else:
                     served = ServedModel(spec, served.versions, served.statuses)
-                self._refresh(served, strict)
+                if self._shelf is not None and self._shelf.shared(spec):
+                    self._adopt(served)
+                else:
+                    self._refresh(served, strict)
             # the configuration's order, which is also the order of names()
             self._models = {spec.name: self._models[spec.name] for spec in specs}
             self._synced = True
@@ -210,7 +223,7 @@ class ModelRepository:
                         version, path, name)
             predictor = self._lookup(name).from_path(path, **spec.options)
             loaded = LoadedVersion(spec, version, predictor, predictor.metadata(), path)
-            warmed = warm_up(predictor, path)
+            warmed = warm_up(predictor, path) if self._warm else 0
         except Exception as exc:
             message = f"model {spec.name!r} version {version} failed to load: {_reason(exc)}"
             seconds = self._told("failed", spec.name, version, start)
@@ -218,14 +231,61 @@ class ModelRepository:
                 close_predictor(predictor, spec.name, version)
             if strict:
                 raise ConfigError(message) from exc
-            logger.error("%s (after %.2fs)", message, seconds,
-                         exc_info=not isinstance(exc, ConfigError))
+            # in the master the workers log it, each once, as they take its status over
+            logger.error("%s (after %.2fs)", message if self._warm else
+                         f"model {spec.name!r} version {version}: not loaded in the master: "
+                         f"{_reason(exc)}", seconds, exc_info=not isinstance(exc, ConfigError))
             statuses[version] = VersionStatus(version, "END", error=message, stamp=stamp)
             return None
         logger.info("model %r: version %d loaded with %s in %.2fs%s", spec.name, version,
                     type(predictor).__name__, self._told("loaded", spec.name, version, start),
                     f" ({warmed} warm-up requests)" if warmed else "")
         return loaded
+
+    def _adopt(self, served: ServedModel) -> None:
+        """Serve the versions the master loaded of *served*'s model, as it loaded them (its
+        statuses, failures included). A model the master does not hold in this
+        configuration yet (added or changed since the fork) has no version here: the master
+        loads it and replaces this worker by one that inherits it."""
+        spec = served.spec
+        held = self._shelf.models.get(spec.name) if self._shelf is not None else None
+        if held is None or _artifact_key(held.spec) != _artifact_key(spec):
+            self._publish(served)
+            return
+        versions = {}
+        for number, theirs in held.versions.items():
+            mine = served.versions.get(number)
+            if mine is None or mine.predictor is not theirs.predictor:
+                mine = self._take(spec, theirs)
+            versions[number] = mine
+        # the master closed its replaced versions since: this worker never served them
+        statuses = {v: (VersionStatus(v, "END", stamp=s.stamp) if s.state == "UNLOADING" else s)
+                    for v, s in held.statuses.items()}
+        for number, status in statuses.items():
+            if status.error and served.statuses.get(number) != status:
+                logger.error("%s", status.error)  # once per worker, as a worker's own load
+        dropped = [loaded for v, loaded in served.versions.items() if versions.get(v) is not loaded]
+        self._publish(ServedModel(spec, versions, statuses))
+        self._retire(dropped)
+
+    def _take(self, spec: ModelSpec, theirs: LoadedVersion) -> LoadedVersion:
+        """This worker's hold on a version the master loaded: set up per process, warmed up
+        here (the master never predicts), never closed here."""
+        start = time.perf_counter()
+        predictor = theirs.predictor
+        warmed = 0
+        try:
+            predictor.after_fork()
+            warmed = warm_up(predictor, theirs.path) if self._warm else 0
+        except Exception as exc:
+            logger.error("model %r version %d: its warm-up in this worker failed (it serves "
+                         "as loaded in the master): %s", spec.name, theirs.version,
+                         _reason(exc))
+        logger.info("model %r: version %d shared from the master in %.2fs%s", spec.name,
+                    theirs.version, self._told("loaded", spec.name, theirs.version, start),
+                    f" ({warmed} warm-up requests)" if warmed else "")
+        return LoadedVersion(spec, theirs.version, predictor, theirs.metadata, theirs.path,
+                             owned=False)
 
     def _told(self, event: str, name: str, version: int, start: float | None = None) -> float:
         """Tell the listener of *event*; the seconds since *start*."""
@@ -246,10 +306,13 @@ class ModelRepository:
 
     def close(self) -> None:
         """Retire every loaded version (worker exit); each closes once it is unused."""
-        with self._lock:
+        with self.lock:
             models, self._models = self._models, {}
         for served in models.values():
             self._retire(served.versions.values())
+            for number in sorted(served.versions):
+                logger.info("model %r: version %d retired with this worker", served.name,
+                            number)
 
 
 def _artifact_key(spec: ModelSpec) -> tuple[object, ...]:

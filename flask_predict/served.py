@@ -12,7 +12,7 @@ from __future__ import annotations
 import logging
 import threading
 from dataclasses import dataclass, field
-from typing import Mapping
+from typing import Callable, Mapping
 
 from .errors import FailedPrecondition, ModelNotFound, ModelNotReady
 from .predictor import Predictor
@@ -24,16 +24,19 @@ logger = logging.getLogger(__name__)
 class LoadedVersion:
     """One version of one model, loaded in this worker."""
 
-    __slots__ = ("spec", "version", "predictor", "metadata", "path", "calls", "_lock",
+    __slots__ = ("spec", "version", "predictor", "metadata", "path", "owned", "calls", "_lock",
                  "_uses", "_retired", "_closed")
 
     def __init__(self, spec: ModelSpec, version: int, predictor: Predictor,
-                 metadata: ModelMetadata, path: str) -> None:
+                 metadata: ModelMetadata, path: str, owned: bool = True) -> None:
         self.spec = spec
         self.version = version
         self.predictor = predictor
         self.metadata = metadata
         self.path = path
+        self.owned = owned
+        """Whether this process loaded the predictor and so closes it; a worker does not
+        close what it inherited from the gunicorn master (:mod:`flask_predict.sharing`)."""
         self.calls = threading.Lock()
         """Held while the predictor runs (see :meth:`flask_predict.service.ModelService.call`)."""
         self._lock = threading.Lock()
@@ -94,7 +97,8 @@ class LoadedVersion:
             self._close()
 
     def _close(self) -> None:
-        close_predictor(self.predictor, self.name, self.version)
+        if self.owned:
+            close_predictor(self.predictor, self.name, self.version)
 
     def __repr__(self) -> str:
         return f"<LoadedVersion {self.name!r} v{self.version} uses={self._uses}>"
@@ -180,3 +184,17 @@ class ServedModel:
         if name in self.spec.labels:
             return self.label(name)
         return self.version(name)
+
+
+@dataclass(frozen=True)
+class Shelf:
+    """The models the gunicorn master loaded before it forked this worker, with their
+    versions and statuses there (:mod:`flask_predict.sharing`): a worker serves these
+    predictors from the pages it shares with the master and every sibling, and never loads
+    a model that :attr:`shared` names itself."""
+
+    models: Mapping[str, ServedModel]
+    shared: Callable[[ModelSpec], bool]
+    """Whether a model is loaded by the master (its plugin's manifest says ``shared``)."""
+    generation: int = 0
+    """How many times the master changed what it holds before this fork."""

@@ -11,6 +11,7 @@ from __future__ import annotations
 import logging
 import os
 import sys
+import time
 from typing import Any, Iterable
 
 from flask import Config
@@ -26,7 +27,9 @@ from .memory import release
 from .readiness import ReadyMarks
 from .plugins import check_options, detect_predictor, did_you_mean, installed_names, \
     manifests
+from .rolling import Rollout
 from .shared_state import create_server_dir
+from .sharing import MasterModels
 from .state import EXTENSION_KEY, PredictState
 
 WORKER_INDEX_VARIABLE = "FLASK_PREDICT_WORKER_INDEX"
@@ -160,13 +163,13 @@ def worker_loaded(app: Any, worker: Any) -> None:
         return
     threads = state.settings.threads
     marks = ready_marks()
-    index = getattr(worker, INDEX_ATTRIBUTE, 0)
+    pid = os.getpid()
     control = state.service.control
     if marks is not None:
         state.service.ready_checks.append(marks.all_ready)
     control.after_first_load(lambda: runtime.settle_process(threads))
     if marks is not None:
-        control.after_each_poll(lambda: marks.mark(index, control.loaded))
+        control.after_each_poll(lambda: marks.mark(pid, control.loaded))
 
 
 def ready_marks() -> ReadyMarks | None:
@@ -189,8 +192,31 @@ def server_starting(arbiter: Any) -> None:
     os.environ[SERVER_WORKERS_VARIABLE] = str(arbiter.num_workers)
     marks = ready_marks()
     if marks is not None:
-        for index in range(arbiter.num_workers):
-            marks.mark(index, False)
+        marks.clear()
+
+
+def share_models(arbiter: Any) -> None:
+    """In the master, listening, before the first worker: load the models whose plugin allows
+    it once for every worker (:mod:`flask_predict.sharing`; not with
+    ``PREDICT_SHARED_MODELS`` off), then watch them on a thread of the master, replacing the
+    workers one at a time whenever what it holds changes (:mod:`flask_predict.rolling`)."""
+    config = environ_config()
+    settings = read_settings(config)
+    if not settings.shared_models or not (settings.models or settings.model_config_file):
+        return
+    route_logs(arbiter.log.error_log, os.environ.get("LOG_LEVEL", "INFO"))
+    # one thread for every pool before a framework loads here: no OpenMP or BLAS pool may
+    # outlive a load into the workers' fork (each worker sizes its own afterwards)
+    runtime.limit_threads(1)
+    started = time.perf_counter()
+    models = MasterModels(settings.models, config.get("PREDICT_MODELS"),
+                          settings.model_config_file, settings.poll_seconds)
+    models.load()
+    logging.getLogger(__name__).info("flask_predict: shared models loaded in the master in "
+                                     "%.2fs", time.perf_counter() - started)
+    marks = ready_marks()
+    if marks is not None:
+        models.start(Rollout(arbiter, marks, max(60.0, float(arbiter.timeout))).replace_workers)
 
 
 def worker_gone(worker: Any) -> None:
@@ -200,9 +226,8 @@ def worker_gone(worker: Any) -> None:
 
     worker_exited(worker.pid)
     marks = ready_marks()
-    index = getattr(worker, INDEX_ATTRIBUTE, None)
-    if marks is not None and index is not None:
-        marks.mark(index, False)
+    if marks is not None and worker.pid:
+        marks.mark(worker.pid, False)
 
 
 def route_logs(target: logging.Logger, level: str) -> None:

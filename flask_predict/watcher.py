@@ -48,11 +48,14 @@ class Watcher:
     :param load_first: load the models at once when the thread starts (the worker serves
         liveness meanwhile), then poll.
     :param unloaded: the names of configured models not to serve (shared by the workers).
+    :param select: which of the configured models to sync (the gunicorn master's watcher
+        syncs the shared ones, :mod:`flask_predict.sharing`); default: all.
     """
 
     def __init__(self, repository: ModelRepository, models: Any, config_file: str | None,
                  poll_seconds: float, specs: tuple[ModelSpec, ...],
-                 load_first: bool = False, unloaded: NameSet | None = None) -> None:
+                 load_first: bool = False, unloaded: NameSet | None = None,
+                 select: Callable[[ModelSpec], bool] | None = None) -> None:
         self.repository = repository
         self.models = models
         self.config_file = config_file
@@ -60,6 +63,7 @@ class Watcher:
         self.specs = specs
         """The configuration last read successfully; kept while the file is broken."""
         self.unloaded = unloaded
+        self.select = select
         self._stop = threading.Event()
         self._wake = threading.Event()
         self._polls = threading.Condition()
@@ -153,9 +157,11 @@ class Watcher:
             return self._polls.wait_for(lambda: self._polls_done >= wanted, timeout)
 
     def served(self, specs: tuple[ModelSpec, ...]) -> tuple[ModelSpec, ...]:
-        """*specs* without the models unloaded through the repository extension."""
+        """*specs* without the models unloaded through the repository extension (and those
+        :attr:`select` leaves out)."""
         unloaded = self.unloaded.read() if self.unloaded is not None else frozenset()
-        return tuple(spec for spec in specs if spec.name not in unloaded)
+        return tuple(spec for spec in specs if spec.name not in unloaded
+                     and (self.select is None or self.select(spec)))
 
     def poll(self) -> None:
         """Read the configuration and sync the repository once; never raises."""

@@ -50,6 +50,7 @@ class CustomPredictor(Predictor):
 
     @classmethod
     def from_path(cls, model_dir: str, **options: Any) -> Predictor:
+        options.pop("shared", None)  # read by the server (loaded once per machine), not here
         modules = VersionModules(model_dir)
         try:
             user_class = load_user_class(class_setting(model_dir, options), modules)
@@ -77,6 +78,11 @@ class CustomPredictor(Predictor):
 
     def metadata(self) -> ModelMetadata:
         return self._metadata
+
+    def after_fork(self) -> None:
+        hook = getattr(self.user, "after_fork", None)
+        if callable(hook):
+            self.modules.call(hook)
 
     def close(self) -> None:
         close_routine(self.user, self.modules)

@@ -25,4 +25,12 @@ def detect(model_dir: str, options: Mapping[str, Any]) -> float:
     return 0.95 if found else 0.0
 
 
-MANIFEST = Manifest(options=frozenset(CLASS_OPTIONS), detect=detect)
+def shared(options: Mapping[str, Any]) -> bool:
+    """A class is loaded once per machine only when its model says so (``"shared": true``):
+    only its author knows whether it survives a fork (no thread, no TensorFlow)."""
+    return options.get(SHARED_OPTION) is True
+
+
+SHARED_OPTION = "shared"
+MANIFEST = Manifest(options=frozenset((*CLASS_OPTIONS, SHARED_OPTION)), detect=detect,
+                    shared=shared)

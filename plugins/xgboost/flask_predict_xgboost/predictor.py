@@ -42,9 +42,11 @@ class XGBoostPredictor(Predictor):
                  nthread: int | None = None) -> None:
         self.model = model
         self.booster = model if isinstance(model, xgb.Booster) else model.get_booster()
-        threads = nthread or int(os.environ.get("OMP_NUM_THREADS", "0") or 0)
-        if threads:
-            self.booster.set_param({"nthread": threads})
+        self.nthread = nthread
+        self.saved_threads = _saved_threads(self.booster)
+        # the checks on sample rows below (small.py) run on one thread: in the gunicorn
+        # master an OpenMP pool would hang every worker forked after it (libgomp)
+        self.booster.set_param({"nthread": 1})
         self.n_features = self.booster.num_features()
         self.methods: tuple[str, ...] = ("predict",)
         if isinstance(model, xgb.XGBModel) and hasattr(model, "predict_proba"):
@@ -56,6 +58,15 @@ class XGBoostPredictor(Predictor):
         self._metadata = self._describe()
         self.one_pass = one_pass(model)
         """Every output from one XGBoost call; ``None``: the model's own methods."""
+        self.after_fork()
+
+    def after_fork(self) -> None:
+        """The model's ``nthread`` option, else this process's thread count
+        (``OMP_NUM_THREADS``: one in the gunicorn master, which loads shared models; each
+        worker's share of the cores in a worker), else what the model was saved with."""
+        threads = (self.nthread or int(os.environ.get("OMP_NUM_THREADS", "0") or 0)
+                   or self.saved_threads)
+        self.booster.set_param({"nthread": threads})  # 0: XGBoost's default, every core
 
     @classmethod
     def from_path(cls, model_dir: str, outputs: Sequence[str] | None = None,
@@ -150,6 +161,15 @@ def _native_booster(path: str) -> xgb.Booster:
     with open(path, "rb") as file:
         booster.load_model(bytearray(file.read()))
     return booster
+
+
+def _saved_threads(booster: xgb.Booster) -> int:
+    """The ``nthread`` a model was saved with (0: XGBoost's default)."""
+    try:
+        generic = json.loads(booster.save_config())["learner"].get("generic_param", {})
+        return int(generic.get("nthread", "0") or 0)
+    except (xgb.core.XGBoostError, KeyError, ValueError):
+        return 0
 
 
 def _first_line(exc: Exception) -> str:
