@@ -154,6 +154,18 @@ class Running:
         return pages * os.sysconf("SC_PAGE_SIZE") / 2 ** 20
 
 
+def smaps_mib(pid: int) -> tuple[float, float]:
+    """(PSS, private) of process *pid* in MiB, from ``/proc/<pid>/smaps_rollup``: its share
+    of every page it maps, and what it alone maps (``Private_Clean + Private_Dirty``)."""
+    fields: dict[str, int] = {}
+    with open(f"/proc/{pid}/smaps_rollup") as file:
+        for line in file:
+            parts = line.split()
+            if len(parts) == 3 and parts[2] == "kB":
+                fields[parts[0].rstrip(":")] = int(parts[1])
+    return fields["Pss"] / 1024, (fields["Private_Clean"] + fields["Private_Dirty"]) / 1024
+
+
 def free_port() -> int:
     with socket.socket() as sock:
         sock.bind(("127.0.0.1", 0))

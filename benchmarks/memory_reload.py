@@ -1,4 +1,6 @@
-"""Issue 6's memory benchmark: worker RSS across 20 successive version replacements.
+"""Issue 6's memory benchmark: worker RSS across 20 successive version replacements, each
+worker loading its own copies (``FLASK_PREDICT_SHARED_MODELS=false``; the shared models'
+replacements are measured by ``memory_shared.py``).
 
 Builds a scikit-learn RandomForest (``rf``), a 300-round XGBoost Booster (``xgb``) and a
 TensorFlow SavedModel with a 1000x1000 weight matrix (``tf``), serves them with
@@ -151,7 +153,9 @@ def reload_server(models: dict[str, Any], poll_seconds: float, workers: int) -> 
         name="flask-predict", path="/v1/models/{model}:predict", cwd=ROOT,
         command=[sys.executable, "-m", "gunicorn", "-c", "gunicorn.conf.py",
                  "--bind", "127.0.0.1:{port}", "wsgi:app"],
-        env={"FLASK_PREDICT_MODELS": json.dumps(models),
+        # each worker loads and replaces its own copies (shared models replace the workers
+        # instead: memory_shared.py)
+        env={"FLASK_PREDICT_MODELS": json.dumps(models), "FLASK_PREDICT_SHARED_MODELS": "false",
              "FLASK_PREDICT_POLL_SECONDS": str(poll_seconds), "WEB_CONCURRENCY": str(workers),
              "FLASK_PREDICT_PROTOCOLS": '["tfserving", "kserve_v2"]'},
         ready_path="/v2/health/ready", ready_status=200)

@@ -22,9 +22,10 @@ import xgboost as xgb
 from sklearn.neighbors import KNeighborsClassifier
 
 from tests import models
-from tests.e2e.server import GunicornServer, request, worker_pids
+from tests.e2e.server import GunicornServer, load_benchmark, request, worker_pids
 
 pytestmark = pytest.mark.e2e
+harness = load_benchmark("harness")
 
 POLL = 0.5
 FEATURES = 16
@@ -64,16 +65,9 @@ def publish(staging: Path, target: Path) -> Path:
     return target
 
 
-def memory(pid: int) -> dict[str, float]:
-    """``/proc/<pid>/smaps_rollup`` in MiB: ``Pss`` and ``Private`` (clean + dirty)."""
-    fields: dict[str, float] = {}
-    with open(f"/proc/{pid}/smaps_rollup") as file:
-        for line in file:
-            parts = line.split()
-            if len(parts) == 3 and parts[2] == "kB":
-                fields[parts[0].rstrip(":")] = int(parts[1]) / 1024
-    fields["Private"] = fields["Private_Clean"] + fields["Private_Dirty"]
-    return fields
+def private_mib(pid: int) -> float:
+    """``Private_Clean + Private_Dirty`` of ``/proc/<pid>/smaps_rollup``, in MiB."""
+    return float(harness.smaps_mib(pid)[1])
 
 
 def children(pid: int) -> set[int]:
@@ -120,7 +114,7 @@ def assert_shared(server: GunicornServer, model_mib: float) -> None:
     """Each worker's private memory far below the model's size: its pages are the master's."""
     assert server.process is not None
     for pid in children(server.process.pid):
-        private = memory(pid)["Private"]
+        private = private_mib(pid)
         assert private < model_mib / 2, f"worker {pid}: {private:.0f} MiB private"
 
 
@@ -227,7 +221,7 @@ def test_a_respawned_worker_shares_too(served: tuple[GunicornServer, Path]) -> N
     (respawned,) = after - before
     for _ in range(12):
         assert predict(server, "knn", FEW)[0] == 200
-    assert memory(respawned)["Private"] < knn_mib(root) / 2
+    assert private_mib(respawned) < knn_mib(root) / 2
 
 
 def test_new_version_reaches_every_worker_shared_with_no_failed_request(

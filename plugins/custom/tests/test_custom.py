@@ -65,3 +65,17 @@ def test_bad_class_names(tmp_path: Path, name: str, message: str) -> None:
 def test_class_is_required(tmp_path: Path) -> None:
     with pytest.raises(TypeError, match="needs 'class'"):
         CustomPredictor.from_path(str(tmp_path))
+
+
+def test_shared_is_the_servers_option(tmp_path: Path) -> None:
+    """``"shared": true`` tells the server to load the class once per machine: the manifest
+    reads it, ``from_path`` takes it and passes nothing on to the user's class."""
+    from flask_predict_custom.manifest import MANIFEST
+
+    base = make_custom(tmp_path / "m")
+    predictor = CustomPredictor.from_path(str(base / "1"), **{
+        "class": "predictor.EchoPredictor", "shared": True})
+    assert predictor.predict([1])[0]["scaled"] == 2.0
+    assert MANIFEST.shares({"class": "predictor.EchoPredictor", "shared": True})
+    assert not MANIFEST.shares({"class": "predictor.EchoPredictor"})
+    assert not MANIFEST.shares({"class": "predictor.EchoPredictor", "shared": "yes"})

@@ -77,3 +77,19 @@ def test_thread_count(tmp_path: Path) -> None:
     base = train_xgboost_missing(tmp_path / "m")
     predictor = XGBoostPredictor.from_path(str(base / "1"), nthread=1)
     assert '"nthread":"1"' in predictor.booster.save_config()
+
+
+def test_after_fork_takes_the_workers_thread_count(tmp_path: Path,
+                                                   monkeypatch: pytest.MonkeyPatch) -> None:
+    """Loaded in the gunicorn master (one thread), then set to each worker's share."""
+    base = train_xgboost_missing(tmp_path / "m")
+    monkeypatch.setenv("OMP_NUM_THREADS", "1")
+    predictor = XGBoostPredictor.from_path(str(base / "1"))
+    assert '"nthread":"1"' in predictor.booster.save_config()
+    monkeypatch.setenv("OMP_NUM_THREADS", "3")
+    predictor.after_fork()
+    assert '"nthread":"3"' in predictor.booster.save_config()
+    # the model's own option wins over the process's count, in the master too
+    pinned = XGBoostPredictor.from_path(str(base / "1"), nthread=2)
+    pinned.after_fork()
+    assert '"nthread":"2"' in pinned.booster.save_config()
