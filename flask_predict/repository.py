@@ -130,6 +130,7 @@ class ModelRepository:
                 if spec.name not in self._models:
                     self._publish(ServedModel(spec))
             wanted = {spec.name for spec in specs}
+            failed = self._shelf.failed() if self._shelf is not None else {}
             for name in [name for name in self._models if name not in wanted]:
                 logger.info("model %r removed from the configuration", name)
                 removed = self._models[name]
@@ -147,7 +148,7 @@ class ModelRepository:
                 else:
                     served = ServedModel(spec, served.versions, served.statuses)
                 if self._shelf is not None and self._shelf.shared(spec):
-                    self._adopt(served)
+                    self._adopt(served, failed.get(spec.name, {}))
                 else:
                     self._refresh(served, strict)
             # the configuration's order, which is also the order of names()
@@ -208,9 +209,10 @@ class ModelRepository:
                                                          stamp=on_disk[loaded.version])
         self._publish(ServedModel(spec, versions, statuses))
         self._retire(dropped)
-        for loaded in dropped:
-            logger.info("model %r: version %d retired (closed once its last request ends)",
-                        spec.name, loaded.version)
+        for loaded in dropped:  # in the master, each worker retires it as it is replaced
+            logger.info("model %r: version %d %s", spec.name, loaded.version,
+                        "retired (closed once its last request ends)" if self._warm else
+                        "dropped by the master; each worker releases it as it is replaced")
 
     def _load_version(self, spec: ModelSpec, version: int, stamp: float, strict: bool,
                       statuses: dict[int, VersionStatus]) -> LoadedVersion | None:
@@ -242,10 +244,10 @@ class ModelRepository:
                     f" ({warmed} warm-up requests)" if warmed else "")
         return loaded
 
-    def _adopt(self, served: ServedModel) -> None:
+    def _adopt(self, served: ServedModel, failed: Mapping[int, VersionStatus]) -> None:
         """Serve the versions the master loaded of *served*'s model, as it loaded them (its
-        statuses, failures included). A model the master does not hold in this
-        configuration yet (added or changed since the fork) has no version here: the master
+        statuses, and the versions that *failed* there since the fork). A model the master
+        does not hold in this configuration yet (added or changed since the fork) has no version here: the master
         loads it and replaces this worker by one that inherits it."""
         spec = served.spec
         held = self._shelf.models.get(spec.name) if self._shelf is not None else None
@@ -261,6 +263,7 @@ class ModelRepository:
         # the master closed its replaced versions since: this worker never served them
         statuses = {v: (VersionStatus(v, "END", stamp=s.stamp) if s.state == "UNLOADING" else s)
                     for v, s in held.statuses.items()}
+        statuses.update({v: s for v, s in failed.items() if v not in versions})
         for number, status in statuses.items():
             if status.error and served.statuses.get(number) != status:
                 logger.error("%s", status.error)  # once per worker, as a worker's own load

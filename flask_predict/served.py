@@ -198,3 +198,6 @@ class Shelf:
     """Whether a model is loaded by the master (its plugin's manifest says ``shared``)."""
     generation: int = 0
     """How many times the master changed what it holds before this fork."""
+    failed: Callable[[], Mapping[str, Mapping[int, VersionStatus]]] = dict
+    """The versions the master failed to load since (read on each call: a failure replaces
+    no worker, since nothing served changes)."""

@@ -210,7 +210,8 @@ def share_models(arbiter: Any) -> None:
     runtime.limit_threads(1)
     started = time.perf_counter()
     models = MasterModels(settings.models, config.get("PREDICT_MODELS"),
-                          settings.model_config_file, settings.poll_seconds)
+                          settings.model_config_file, settings.poll_seconds,
+                          state_dir=os.environ.get(STATE_DIR_VARIABLE))
     models.load()
     logging.getLogger(__name__).info("flask_predict: shared models loaded in the master in "
                                      "%.2fs", time.perf_counter() - started)

@@ -11,11 +11,12 @@ worker's repository serves what it inherited (the :class:`~flask_predict.served.
 worker: its runtime does not survive a fork.
 
 The master's watcher polls the same configuration and version folders as the workers'. When
-what it holds changes (a version loaded, replaced or dropped, a version failed, a model added
-or removed), it publishes the new set for the workers forked from then on, and the server
-replaces the running workers one at a time (:mod:`flask_predict.rolling`): each old worker
-finishes the requests it holds, so a replaced version is released with the last worker that
-served it. A version that fails to load in the master leaves the served one as it is.
+what it holds changes (a version loaded, replaced or dropped, a model added or removed), it
+publishes the new set for the workers forked from then on, and the server replaces the
+running workers one at a time (:mod:`flask_predict.rolling`): each old worker finishes the
+requests it holds, so a replaced version is released with the last worker that served it. A
+version that fails to load in the master changes nothing served and replaces no worker: the
+workers read it from a file of the server's state folder (:class:`FailureBoard`).
 
 Fork safety: the master never predicts on more than one thread and never warms up. It sizes
 every native pool to one thread before any framework loads (OpenMP, BLAS): a libgomp pool
@@ -29,15 +30,18 @@ inherited (XGBoost's ``nthread``).
 from __future__ import annotations
 
 import gc
+import json
 import logging
 import os
+import tempfile
+from pathlib import Path
 from typing import Any, Callable, Mapping
 
 from .artifacts import version_folders, version_path
 from .errors import ConfigError
 from .plugins import Manifest, detect_predictor, load_predictor_class, manifests
 from .repository import ModelRepository
-from .served import ServedModel, Shelf
+from .served import ServedModel, Shelf, VersionStatus
 from .types import ModelSpec
 from .watcher import Watcher
 
@@ -85,24 +89,57 @@ class Shareable:
         return decided
 
 
+class FailureBoard:
+    """The versions the master failed to load, in a file of the server's state folder that
+    every worker reads as it polls: a failure changes nothing served, so it replaces no
+    worker, and every worker still shows it in its statuses and logs it once."""
+
+    def __init__(self, path: str | os.PathLike[str]) -> None:
+        self.path = Path(path)
+
+    def write(self, failed: Mapping[str, Mapping[int, VersionStatus]]) -> None:
+        data = {name: [[v, s.error, s.stamp] for v, s in sorted(versions.items())]
+                for name, versions in failed.items() if versions}
+        fd, temp = tempfile.mkstemp(dir=self.path.parent, prefix=".failed-")
+        with os.fdopen(fd, "w") as file:
+            json.dump(data, file)
+        os.replace(temp, self.path)
+
+    def read(self) -> dict[str, dict[int, VersionStatus]]:
+        try:
+            data = json.loads(self.path.read_bytes())
+            return {name: {int(v): VersionStatus(int(v), "END", error=str(error),
+                                                 stamp=float(stamp))
+                           for v, error, stamp in entries}
+                    for name, entries in data.items()}
+        except (OSError, ValueError, TypeError, AttributeError):
+            return {}
+
+
 class MasterModels:
     """In the gunicorn master: the shared models, loaded (never warmed up) and reloaded from
     disk by a watcher on a thread of the master, published for every worker forked later.
 
     :param specs: the configured models (``Settings.models``).
     :param models: the raw ``PREDICT_MODELS`` value; *config_file* and *poll_seconds* as the
-        workers' watchers read them. Models unloaded through V2's repository extension stay
+        workers' watchers read them.
+    :param state_dir: the server's shared state folder, for the :class:`FailureBoard`
+        (without it, a failure replaces the workers so that they show it). Models unloaded through V2's repository extension stay
         loaded here (the workers stop serving them), so loading them again is immediate.
     """
 
     def __init__(self, specs: tuple[ModelSpec, ...], models: Any, config_file: str | None,
-                 poll_seconds: float, shareable: Shareable | None = None) -> None:
+                 poll_seconds: float, shareable: Shareable | None = None,
+                 state_dir: str | None = None) -> None:
         self.shareable = shareable or Shareable()
         self.repository = ModelRepository(load_predictor_class, warm=False)
         self.watcher = Watcher(self.repository, models, config_file, poll_seconds, specs,
                                select=self.shareable)
+        self.board = FailureBoard(Path(state_dir) / "shared_failures.json") \
+            if state_dir else None
         self.generation = 0
         self._published: object = None
+        self._failed: object = None
         self._pid = os.getpid()
         self._forking = False
         os.register_at_fork(before=self._before_fork, after_in_parent=self._after_fork,
@@ -128,12 +165,18 @@ class MasterModels:
         """Make what the master holds now the workers' inheritance; whether it changed."""
         with self.repository.lock:
             models = {served.name: served for served in self.repository.models()}
-            key = _fingerprint(models)
+            failed = {name: {v: s for v, s in served.statuses.items() if s.error}
+                      for name, served in models.items()}
+            if self.board is not None and failed != self._failed:
+                self.board.write(failed)
+                self._failed = failed
+            key = _fingerprint(models, failed if self.board is None else {})
             if key == self._published:
                 return False
             global _shelf
             self.generation += 1
-            _shelf = Shelf(models, self.shareable, self.generation)
+            _shelf = Shelf(models, self.shareable, self.generation,
+                           self.board.read if self.board is not None else dict)
             self._published = key
             # collect what the replaced versions left, then take every object alive out of
             # the collector's generations: no collection in a worker writes to those pages
@@ -156,12 +199,12 @@ class MasterModels:
             self.repository.lock.release()
 
 
-def _fingerprint(models: Mapping[str, ServedModel]) -> object:
-    """What a worker's copy depends on: each model's artifact, its loaded versions and its
-    failed ones (not the passing states of a replaced version)."""
+def _fingerprint(models: Mapping[str, ServedModel],
+                 failed: Mapping[str, Mapping[int, VersionStatus]]) -> object:
+    """What a worker's inheritance depends on: each model's artifact and loaded versions (not
+    the passing states of a replaced version), and the *failed* versions a worker cannot
+    learn of otherwise."""
     return {name: (served.spec.base_path, served.spec.predictor,
                    repr(sorted(served.spec.options.items(), key=str)),
-                   tuple(sorted(served.versions)),
-                   tuple(sorted((v, s.error, s.stamp) for v, s in served.statuses.items()
-                                if s.error)))
+                   tuple(sorted(served.versions)), repr(failed.get(name)))
             for name, served in models.items()}

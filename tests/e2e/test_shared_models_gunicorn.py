@@ -239,7 +239,9 @@ def test_new_version_reaches_every_worker_shared_with_no_failed_request(
     states = {e["version"]: e["state"] for e in json.loads(data)["model_version_status"]}
     assert status == 200 and states == {"1": "END", "2": "AVAILABLE"}
 
-    # a broken version: version 2 answers on, the failure shows in every worker's status
+    # a broken version: version 2 answers on, the failure shows in every worker's status,
+    # and no worker is replaced (nothing served changed)
+    before = settled_workers(server)
     (tmp_path / "broken").mkdir()
     (tmp_path / "broken" / "model.joblib").write_bytes(b"not a pickle")
     with Traffic(server) as traffic:
@@ -248,8 +250,9 @@ def test_new_version_reaches_every_worker_shared_with_no_failed_request(
         def failed_everywhere() -> bool:
             return request("GET", server.url + "/v2/models/knn/versions/3/ready")[0] == 400
         every_worker(server, failed_everywhere)
-        settled_workers(server)
     assert traffic.answers and traffic.failed == []
+    assert server.process is not None and children(server.process.pid) == before
     assert knn_version(server) == (200, "2")
-    assert server.log_text().count("model 'knn' version 3 failed to load") == 1, \
-        "loaded once, in the master"
+    log = server.log_text()
+    assert "model 'knn' version 3: not loaded in the master" in log, "tried once, there"
+    assert log.count("model 'knn' version 3 failed to load") == 3, "logged once per worker"

@@ -197,3 +197,29 @@ def test_forks_wait_for_a_load_in_progress(tmp_path: Path) -> None:
     thread.join(5)
     assert not master.repository.lock.locked()
     assert os.getpid() == master._pid
+
+
+def test_a_failure_after_the_fork_reaches_the_workers_without_replacing_them(
+        tmp_path: Path, caplog: pytest.LogCaptureFixture) -> None:
+    write_version(tmp_path / "m", 1, 1.0, warmup=False)
+    found = {"counting": manifests()["sklearn"]}
+    master = MasterModels((spec(tmp_path / "m"),), None, None, 0.0, Shareable(found),
+                          state_dir=str(tmp_path))
+    master.repository = ModelRepository(lookup, warm=False)
+    master.watcher.repository = master.repository
+    master.load()
+    shelf = sharing.inherited()  # what a worker forked now inherits
+    assert shelf is not None
+    worker = ModelRepository(lookup, shelf=shelf)
+    worker.sync([spec(tmp_path / "m")])
+    (tmp_path / "m" / "2").mkdir()
+    (tmp_path / "m" / "2" / "value.txt").write_text("not a number")
+    master.watcher.poll()
+    assert not master.publish(), "nothing served changed: no worker is replaced"
+    with caplog.at_level(logging.ERROR, logger="flask_predict.repository"):
+        worker.sync([spec(tmp_path / "m")])
+        worker.sync([spec(tmp_path / "m")])
+    served = worker.model("m")
+    assert sorted(served.versions) == [1] and served.statuses[2].state == "END"
+    assert "version 2 failed to load" in served.statuses[2].error
+    assert caplog.text.count("model 'm' version 2 failed to load") == 1
