@@ -19,8 +19,9 @@ from typing import Any
 from . import server
 
 __all__ = ["bind", "workers", "worker_class", "preload_app", "timeout", "graceful_timeout",
-           "worker_tmp_dir", "keepalive", "control_socket_disable", "on_starting", "when_ready", "pre_fork",
-           "post_fork", "post_worker_init", "child_exit", "post_request", "worker_exit"]
+           "worker_tmp_dir", "keepalive", "control_socket_disable", "on_starting", "when_ready",
+           "pre_fork", "post_fork", "post_worker_init", "child_exit", "post_request",
+           "worker_exit"]
 
 #   bind - all interfaces on $PORT (else Vertex AI's $AIP_HTTP_PORT, else 8080).
 _port = os.environ.get("PORT") or os.environ.get("AIP_HTTP_PORT") or "8080"

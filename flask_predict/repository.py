@@ -247,8 +247,8 @@ class ModelRepository:
     def _adopt(self, served: ServedModel, failed: Mapping[int, VersionStatus]) -> None:
         """Serve the versions the master loaded of *served*'s model, as it loaded them (its
         statuses, and the versions that *failed* there since the fork). A model the master
-        does not hold in this configuration yet (added or changed since the fork) has no version here: the master
-        loads it and replaces this worker by one that inherits it."""
+        does not hold in this configuration yet (added or changed since the fork) has no
+        version here: the master loads it and replaces this worker by one that inherits it."""
         spec = served.spec
         held = self._shelf.models.get(spec.name) if self._shelf is not None else None
         if held is None or _artifact_key(held.spec) != _artifact_key(spec):
@@ -267,7 +267,8 @@ class ModelRepository:
         for number, status in statuses.items():
             if status.error and served.statuses.get(number) != status:
                 logger.error("%s", status.error)  # once per worker, as a worker's own load
-        dropped = [loaded for v, loaded in served.versions.items() if versions.get(v) is not loaded]
+        dropped = [loaded for v, loaded in served.versions.items()
+                   if versions.get(v) is not loaded]
         self._publish(ServedModel(spec, versions, statuses))
         self._retire(dropped)
 

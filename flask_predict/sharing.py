@@ -124,8 +124,10 @@ class MasterModels:
     :param models: the raw ``PREDICT_MODELS`` value; *config_file* and *poll_seconds* as the
         workers' watchers read them.
     :param state_dir: the server's shared state folder, for the :class:`FailureBoard`
-        (without it, a failure replaces the workers so that they show it). Models unloaded through V2's repository extension stay
-        loaded here (the workers stop serving them), so loading them again is immediate.
+        (without it, a failure replaces the workers so that they show it).
+
+    Models unloaded through V2's repository extension stay loaded here (the workers stop
+    serving them), so loading them again is immediate.
     """
 
     def __init__(self, specs: tuple[ModelSpec, ...], models: Any, config_file: str | None,

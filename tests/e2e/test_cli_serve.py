@@ -49,7 +49,10 @@ def test_config_file_start_runs_the_packaged_settings(
                    log_path=tmp_path / "log") as server:
         assert len(worker_pids(server, want=2)) == 2  # sync workers, models in each
         log = server.log_text()
-    assert log.count("model 'iris': version 1 loaded") == 2  # in each worker, after the fork
+    # scikit-learn once, in the master, shared by each worker; the custom model in each worker
+    assert log.count("model 'iris': version 1 loaded") == 1
+    assert log.count("model 'iris': version 1 shared from the master") == 2
+    assert log.count("model 'echo': version 1 loaded") == 2
 
 
 def test_a_configuration_mistake_stops_the_master(tmp_path: Path) -> None:
