@@ -39,6 +39,7 @@ from typing import Any, Callable, Mapping
 
 from .artifacts import version_folders, version_path
 from .errors import ConfigError
+from .memory import release
 from .plugins import Manifest, detect_predictor, load_predictor_class, manifests
 from .repository import ModelRepository
 from .served import ServedModel, Shelf, VersionStatus
@@ -185,6 +186,7 @@ class MasterModels:
             gc.unfreeze()
             gc.collect()
             gc.freeze()
+            release()  # the freed versions' heap back to the system, not to the next fork
         logger.info("flask_predict: the master holds %s for the workers (generation %d)",
                     {name: sorted(served.versions) for name, served in models.items()},
                     self.generation)
