@@ -253,6 +253,10 @@ def test_new_version_reaches_every_worker_shared_with_no_failed_request(
     assert traffic.answers and traffic.failed == []
     assert server.process is not None and children(server.process.pid) == before
     assert knn_version(server) == (200, "2")
+    failed = "model 'knn' version 3 failed to load"
+    deadline = time.monotonic() + 30  # a worker logs it once it has read the failure
+    while server.log_text().count(failed) < 3 and time.monotonic() < deadline:
+        time.sleep(0.2)
     log = server.log_text()
     assert "model 'knn' version 3: not loaded in the master" in log, "tried once, there"
-    assert log.count("model 'knn' version 3 failed to load") == 3, "logged once per worker"
+    assert log.count(failed) == 3, "logged once per worker"
