@@ -11,7 +11,7 @@ from flask import Flask
 from flask.testing import FlaskClient
 
 from flask_predict import FlaskPredict
-from tests import models
+from tests import models, programs
 from tests.keras_models import keras_models  # noqa: F401  (a session fixture)
 from tests.tf_models import tfserving_models  # noqa: F401  (a session fixture)
 
@@ -23,6 +23,18 @@ ARTIFACTS = Path(os.environ.get("FLASK_PREDICT_TEST_ARTIFACTS")
 def pytest_terminal_summary(terminalreporter: Any) -> None:
     if ARTIFACTS.is_dir() and any(ARTIFACTS.iterdir()):
         terminalreporter.write_line(f"test artifacts: {ARTIFACTS}")
+
+
+@pytest.fixture(scope="session")
+def nginx() -> str:
+    """Debian's nginx (the front of deploy/nginx), else the test skips saying so."""
+    return programs.need("nginx", "nginx")
+
+
+@pytest.fixture(scope="session")
+def wrk() -> str:
+    """Debian's wrk (the benchmarks' load generator), else the test skips saying so."""
+    return programs.need("wrk", "wrk")
 
 
 @pytest.fixture(scope="session")

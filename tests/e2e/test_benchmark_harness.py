@@ -3,7 +3,6 @@
 
 from __future__ import annotations
 
-import shutil
 import sys
 from pathlib import Path
 
@@ -33,7 +32,7 @@ def test_tables_are_ratios_of_medians() -> None:
                                                              "requests_per_cpu_s")
 
 
-@pytest.mark.skipif(shutil.which("wrk") is None, reason="needs wrk (apt-get install wrk)")
+@pytest.mark.usefixtures("wrk")
 @pytest.mark.parametrize("app", ["bare", "flask_app"])
 def test_floor_under_wrk(tmp_path: Path, app: str) -> None:
     """The harness's mechanics: it starts the server, runs wrk in rounds and reads what wrk
@@ -59,7 +58,7 @@ def test_a_server_that_does_not_start_is_reported(tmp_path: Path) -> None:
             pass
 
 
-@pytest.mark.skipif(shutil.which("wrk") is None, reason="needs wrk (apt-get install wrk)")
+@pytest.mark.usefixtures("wrk")
 def test_routes_of_one_server_share_its_process(tmp_path: Path) -> None:
     """Two routes of one started server, each sent its own body format."""
     small, large = tmp_path / "small.json", tmp_path / "large.json"

@@ -16,9 +16,7 @@ import pytest
 from tests.e2e.server import load_benchmark, request
 from tests.models import make_sleepy, sleepy_config
 
-pytestmark = [pytest.mark.e2e,
-              pytest.mark.skipif(not os.path.exists("/usr/sbin/nginx"),
-                                 reason="needs nginx (make system-deps)")]
+pytestmark = [pytest.mark.e2e, pytest.mark.usefixtures("nginx")]
 
 harness = load_benchmark("harness")
 front = load_benchmark("front")

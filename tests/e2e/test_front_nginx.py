@@ -8,7 +8,6 @@ import gzip
 import http.client
 import json
 import socket
-import shutil
 from pathlib import Path
 from typing import Any, Iterator
 
@@ -19,10 +18,7 @@ import tritonclient.http as httpclient
 from tests import models
 from tests.e2e.server import load_benchmark
 
-pytestmark = [pytest.mark.e2e,
-              pytest.mark.skipif(shutil.which("nginx") is None and
-                                 not Path("/usr/sbin/nginx").exists(),
-                                 reason="needs nginx (make system-deps)")]
+pytestmark = [pytest.mark.e2e, pytest.mark.usefixtures("nginx")]
 
 harness = load_benchmark("harness")
 front = load_benchmark("front")

@@ -1,8 +1,8 @@
 """The status page in headless Chromium, served by real gunicorn: it lists the models, its
 form gets a prediction in each of the four protocols, and the live figures follow.
 
-Needs Debian's ``chromium`` and ``chromium-driver`` (``make system-deps`` installs them); no
-browser or driver is downloaded. A screenshot is saved in ``test-artifacts/`` (or
+Needs Debian's ``chromium`` and ``chromium-driver`` (``make system-deps`` installs them), else
+skips saying so; no browser or driver is downloaded. A screenshot is saved in ``test-artifacts/`` (or
 ``$FLASK_PREDICT_TEST_ARTIFACTS``).
 """
 
@@ -20,13 +20,12 @@ from selenium.webdriver.common.by import By
 from selenium.webdriver.support.select import Select
 from selenium.webdriver.support.wait import WebDriverWait
 
+from tests import programs
 from tests.conftest import ARTIFACTS
 from tests.e2e.server import GunicornServer
 
 pytestmark = pytest.mark.e2e
 
-CHROMIUM = "/usr/bin/chromium"
-CHROMEDRIVER = "/usr/bin/chromedriver"
 PATHS = {"aiplatform": "/v1/projects/status-page/models/iris:predict",
          "tfserving": "/v1/models/iris:predict", "kserve_v2": "/v2/models/iris/infer",
          "grps": "/grps/v1/infer/predict"}
@@ -34,18 +33,16 @@ PATHS = {"aiplatform": "/v1/projects/status-page/models/iris:predict",
 
 @pytest.fixture()
 def browser(tmp_path: Path) -> Iterator[webdriver.Chrome]:
-    for binary in (CHROMIUM, CHROMEDRIVER):
-        if not Path(binary).exists():
-            pytest.fail(f"{binary} is missing: run `make system-deps` (Debian packages "
-                        "chromium and chromium-driver)")
+    chromium = programs.need("chromium", "chromium")
+    chromedriver = programs.need("chromedriver", "chromium-driver")
     options = webdriver.ChromeOptions()
-    options.binary_location = CHROMIUM
+    options.binary_location = chromium
     for flag in ("--headless", "--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage",
                  "--disable-background-networking", "--disable-component-update",
                  "--disable-sync", "--no-first-run", "--window-size=1280,1000",
                  f"--user-data-dir={tmp_path / 'profile'}"):
         options.add_argument(flag)
-    driver = webdriver.Chrome(options=options, service=Service(executable_path=CHROMEDRIVER))
+    driver = webdriver.Chrome(options=options, service=Service(executable_path=chromedriver))
     try:
         yield driver
     finally:

@@ -3,8 +3,6 @@
 from __future__ import annotations
 
 import importlib.util
-import os
-import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -13,10 +11,10 @@ from types import ModuleType
 import pytest
 
 from flask_predict.config import DEFAULTS
+from tests import programs
 
 NGINX_DIR = Path(__file__).resolve().parents[2] / "deploy" / "nginx"
 TEMPLATE = (NGINX_DIR / "nginx.conf.template").read_text()
-NGINX = shutil.which("nginx") or ("/usr/sbin/nginx" if os.path.exists("/usr/sbin/nginx") else None)
 
 
 def load_render() -> ModuleType:
@@ -65,14 +63,13 @@ def test_an_unknown_placeholder_is_an_error() -> None:
         render(TEMPLATE + "\n# {{NOPE}}\n", {})
 
 
-@pytest.mark.skipif(NGINX is None, reason="needs nginx (make system-deps)")
 @pytest.mark.parametrize("environ", [{}, {"PROXY_UPSTREAM": "127.0.0.1:8081",
                                           "PROXY_WORKER_PROCESSES": "2"}])
 def test_nginx_accepts_the_rendered_file(tmp_path: Path, environ: dict[str, str]) -> None:
+    nginx = programs.need("nginx", "nginx")
     conf = tmp_path / "nginx.conf"
     conf.write_text(render(TEMPLATE, {"PROXY_RUN_DIR": str(tmp_path), "PORT": "18501",
                                       **environ}))
-    assert NGINX is not None
-    result = subprocess.run([NGINX, "-t", "-e", "stderr", "-c", str(conf)],
+    result = subprocess.run([nginx, "-t", "-e", "stderr", "-c", str(conf)],
                             capture_output=True, text=True)
     assert result.returncode == 0, result.stderr
