@@ -5,9 +5,10 @@ once, in the master, and inherited through the fork (``when_ready``); each worke
 others (TensorFlow) itself. Hooks only log or delegate
 (to :mod:`flask_predict.server`); model logic lives in flask_predict.
 
-Environment: ``PORT`` (8080, else Vertex AI's ``AIP_HTTP_PORT``), ``HOST`` (0.0.0.0),
-``WEB_CONCURRENCY`` (workers, default 2), ``GUNICORN_TIMEOUT`` (60 s), ``LOG_LEVEL`` (INFO).
-``FLASK_PREDICT_*`` variables configure the models. Options on gunicorn's command line
+Environment: ``PORT`` (else Vertex AI's ``AIP_HTTP_PORT``, else TF Serving's 8501, as for
+``flask-predict serve``), ``HOST`` (0.0.0.0), ``WEB_CONCURRENCY`` (workers, default 2),
+``GUNICORN_TIMEOUT`` (60 s), ``LOG_LEVEL`` (INFO). ``FLASK_PREDICT_*`` variables configure
+the models. Options on gunicorn's command line
 (``--bind``, ``--workers``) win over these, as always with gunicorn.
 """
 
@@ -17,14 +18,16 @@ import os
 from typing import Any
 
 from . import server
+from .cli.serve import DEFAULT_REST_PORT
 
 __all__ = ["bind", "workers", "worker_class", "preload_app", "timeout", "graceful_timeout",
            "worker_tmp_dir", "keepalive", "control_socket_disable", "on_starting", "when_ready",
            "pre_fork", "post_fork", "post_worker_init", "child_exit", "post_request",
            "worker_exit"]
 
-#   bind - all interfaces on $PORT (else Vertex AI's $AIP_HTTP_PORT, else 8080).
-_port = os.environ.get("PORT") or os.environ.get("AIP_HTTP_PORT") or "8080"
+#   bind - all interfaces on $PORT (else Vertex AI's $AIP_HTTP_PORT, else 8501: one default
+#       port for these settings, `flask-predict serve`, the container and `make serve`).
+_port = os.environ.get("PORT") or os.environ.get("AIP_HTTP_PORT") or str(DEFAULT_REST_PORT)
 bind = f"{os.environ.get('HOST', '0.0.0.0')}:{_port}"
 #   workers - each is one process with its own models; requests run one at a time in each.
 workers = int(os.environ.get("WEB_CONCURRENCY", "2"))

@@ -18,6 +18,7 @@ import sys
 from pathlib import Path
 from typing import Mapping
 
+from flask_predict.cli.serve import DEFAULT_REST_PORT
 from flask_predict.config import DEFAULTS
 
 
@@ -35,7 +36,7 @@ def values(environ: Mapping[str, str]) -> dict[str, str]:
                  if os.geteuid() == 0 and environ.get("PROXY_USER") else "# user: unchanged"),
         "HOST": environ.get("HOST", "0.0.0.0"),
         "PORT": str(_number({"PORT": environ.get("AIP_HTTP_PORT") or environ.get("PORT", "")},
-                            "PORT", 8501)),
+                            "PORT", DEFAULT_REST_PORT)),
         "UPSTREAM": environ.get("PROXY_UPSTREAM", f"unix:{run_dir}/app.sock"),
         "RUN_DIR": run_dir,
         "MAX_REQUEST_BYTES": str(max_bytes or DEFAULTS["PREDICT_MAX_REQUEST_BYTES"]),

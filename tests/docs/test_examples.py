@@ -9,8 +9,9 @@ from typing import Iterator
 
 import pytest
 
+from flask_predict.cli.serve import DEFAULT_REST_PORT
 from flask_predict.demo import write_demo
-from tests.docs.examples import ROOT, Example, examples, matches, same_output
+from tests.docs.examples import LOCAL_URL, ROOT, Example, examples, matches, same_output
 from tests.e2e.server import GunicornServer
 
 pytestmark = pytest.mark.e2e
@@ -47,6 +48,14 @@ def test_pages_with_examples() -> None:
             "docs/protocols/grps.md"} <= pages
 
 
+def test_examples_use_the_default_port() -> None:
+    """One port story: every example asks the port `make serve`, `flask-predict serve`, the
+    gunicorn settings and the container listen on by default."""
+    for example in EXAMPLES:
+        for url in LOCAL_URL.findall(example.command):
+            assert url.endswith(f":{DEFAULT_REST_PORT}"), f"{example.where}: {url}"
+
+
 def test_comparison() -> None:
     assert matches({"a": [1, 0.5, "x"]}, {"a": [1, 0.5000000001, "x"]})
     assert not matches([1], [1.0])  # integer labels stay integers
@@ -57,6 +66,6 @@ def test_comparison() -> None:
 
 def test_a_curl_block_needs_its_output(tmp_path: Path) -> None:
     page = tmp_path / "page.md"
-    page.write_text("```sh\ncurl -s localhost:8080/v2\n```\n\ntext\n")
+    page.write_text("```sh\ncurl -s localhost:8501/v2\n```\n\ntext\n")
     with pytest.raises(ValueError, match="needs a json or text block"):
         examples(page)
