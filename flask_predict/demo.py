@@ -11,11 +11,13 @@ Under *DIR*, in TF Serving's layout ``<model>/<version>/...``, with a model conf
   answers class names, or probabilities when the request says ``"probabilities": true``;
 * ``half_plus_two``: a TensorFlow SavedModel, ``y = 0.5 * x + 2`` (TF Serving's classic).
 
-A model whose framework is not installed is left out, with a note.
+A model whose framework or predictor plugin is not installed is left out, with a note that
+names what to install.
 """
 
 from __future__ import annotations
 
+import importlib.util
 import json
 import shutil
 import textwrap
@@ -23,6 +25,8 @@ from pathlib import Path
 from typing import Any, Callable
 
 import numpy as np
+
+from . import plugins
 
 CUSTOM_ROUTINE = '''
 """An AI Platform custom prediction routine, as Google's own sample writes it."""
@@ -133,13 +137,13 @@ def write_demo(out: Path, echo: Callable[[str], object] = print) -> dict[str, An
     ``models.json`` listing them. Returns the model config written."""
     out.mkdir(parents=True, exist_ok=True)
     config: dict[str, Any] = {}
+    installed = set(plugins.installed_names())
     for name, (build, framework, settings) in DEMO_MODELS.items():
+        missing = _missing(framework, settings.get("predictor", framework), installed)
+        if missing:
+            echo(f"{name}: skipped ({missing})")
+            continue
         if not (out / name).is_dir():
-            try:
-                __import__(framework)
-            except ImportError:
-                echo(f"{name}: skipped ({framework} is not installed)")
-                continue
             partial = out / f".{name}.partial"  # renamed once whole: never half a model
             shutil.rmtree(partial, ignore_errors=True)
             build(partial)
@@ -149,3 +153,13 @@ def write_demo(out: Path, echo: Callable[[str], object] = print) -> dict[str, An
     (out / "models.json").write_text(json.dumps({"models": config}, indent=2) + "\n")
     echo(f"{out / 'models.json'}: serves {', '.join(config) or 'nothing'}")
     return config
+
+
+def _missing(framework: str, plugin: str, installed: set[str]) -> str:
+    """What keeps a demo model from being written and served: its framework's module (which
+    builds it) or the plugin that serves it not installed; empty when nothing is."""
+    if plugin not in installed:
+        return f"the {plugin} plugin is not installed: pip install 'flask-predict[{plugin}]'"
+    if importlib.util.find_spec(framework) is None:
+        return f"{framework} is not installed"
+    return ""

@@ -193,7 +193,7 @@ def test_demo_writes_a_model_per_installed_framework_and_each_loads(
         import tensorflow  # noqa: F401
         expected.add("half_plus_two")
     except ImportError:
-        assert "half_plus_two: skipped (tensorflow is not installed)" in out
+        assert "half_plus_two: skipped (" in out
     assert set(config) == expected
     for name, settings in config.items():
         options = [f"--option=class={settings['class']}"] if "class" in settings else []
