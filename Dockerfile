@@ -11,32 +11,34 @@
 #   (gRPC as well: -e FLASK_PREDICT_GRPC_PORT=8500 -p 8500:8500)
 #
 # Flags after the image name go to `flask-predict serve` (docker run IMAGE --workers 4).
-ARG PYTHON_VERSION=3.11
+# BASE_IMAGE: any Debian bookworm image (Python and nginx come from its packages), such as
+# one made with debootstrap where Docker Hub cannot be reached (tests/e2e/test_image.py).
+ARG BASE_IMAGE=debian:bookworm-slim
 
-FROM python:${PYTHON_VERSION}-slim-bookworm AS build
+FROM ${BASE_IMAGE}
 ARG VARIANT=cpu
-RUN python -m venv /opt/flask-predict
+ARG DEBIAN_FRONTEND=noninteractive
+# Python and nginx from Debian; the server in its own virtualenv.
+RUN apt-get update \
+    && apt-get install -y --no-install-recommends python3 python3-venv nginx \
+    && rm -rf /var/lib/apt/lists/* \
+    && useradd --system --uid 10001 --no-create-home --shell /usr/sbin/nologin flask-predict \
+    && python3 -m venv /opt/flask-predict
 # The wheels `make dist` builds, mounted for this step only (never a layer of the image); the
-# core with its gRPC extra. GPU: TensorFlow's CUDA and cuDNN libraries
-# come as pip packages (tensorflow[and-cuda]); the driver comes from the host through the
-# NVIDIA container toolkit.
+# core with its gRPC extra; their dependencies from PyPI. GPU: TensorFlow's CUDA and cuDNN
+# libraries come as pip packages (tensorflow[and-cuda]); the driver comes from the host
+# through the NVIDIA container toolkit.
 RUN --mount=type=bind,source=dist,target=/dist \
     core=$(ls /dist/flask_predict-*.whl) \
-    && /opt/flask-predict/bin/pip install --no-cache-dir \
+    && /opt/flask-predict/bin/pip install --no-cache-dir --progress-bar off \
         "$core[grpc]" \
         /dist/flask_predict_sklearn-*.whl \
         /dist/flask_predict_xgboost-*.whl \
         /dist/flask_predict_custom-*.whl \
         /dist/flask_predict_tensorflow-*.whl \
     && if [ "$VARIANT" = gpu ]; then \
-        /opt/flask-predict/bin/pip install --no-cache-dir "tensorflow[and-cuda]"; fi
-
-FROM python:${PYTHON_VERSION}-slim-bookworm
-RUN apt-get update \
-    && apt-get install -y --no-install-recommends nginx \
-    && rm -rf /var/lib/apt/lists/* \
-    && useradd --system --uid 10001 --no-create-home --shell /usr/sbin/nologin flask-predict
-COPY --from=build /opt/flask-predict /opt/flask-predict
+        /opt/flask-predict/bin/pip install --no-cache-dir --progress-bar off \
+        "tensorflow[and-cuda]"; fi
 COPY deploy/nginx/nginx.conf.template deploy/nginx/render.py /opt/flask-predict/nginx/
 COPY deploy/container/start /usr/local/bin/flask-predict-start
 ENV PATH=/opt/flask-predict/bin:$PATH \

@@ -1,6 +1,7 @@
-"""The Dockerfile cannot be built here; what it relies on is checked instead: every path it
-copies or mounts exists once ``make dist`` has run, its install line installs exactly the
-wheels ``make dist`` builds, and it starts the front and the ``flask-predict`` command."""
+"""What the Dockerfile relies on, checked without building it (tests/e2e/test_image.py builds
+and runs it where podman is installed): every path it copies or mounts exists once
+``make dist`` has run, its install line installs exactly the wheels ``make dist`` builds, its
+base image is a build argument, and it starts the front and the ``flask-predict`` command."""
 
 from __future__ import annotations
 
@@ -62,8 +63,8 @@ def ignored(path: str) -> bool:
 @pytest.fixture(scope="module")
 def wheels() -> list[Path]:
     """What ``make dist`` builds (with this test run's virtualenv, which is installed)."""
-    subprocess.run(["make", "-s", "-o", "install", "dist", f"VENV={sys.prefix}"], cwd=ROOT,
-                   check=True)
+    subprocess.run(["make", "-s", "-o", f"{sys.prefix}/.serving", "dist", f"VENV={sys.prefix}"],
+                   cwd=ROOT, check=True)
     return sorted((ROOT / "dist").glob("*.whl"))
 
 
@@ -108,3 +109,11 @@ def test_the_command_is_the_one_the_wheel_installs(wheels: list[Path]) -> None:
         entry_points = next((archive.read(n).decode() for n in archive.namelist()
                              if n.endswith(".dist-info/entry_points.txt")), "")
     assert re.search(r"^flask-predict\s*=", entry_points, re.M), entry_points
+
+
+def test_the_base_image_is_a_build_argument() -> None:
+    """``--build-arg BASE_IMAGE=...`` picks the base (a Debian bookworm image: Python and nginx
+    come from its packages); Debian's own slim image unless given."""
+    steps = instructions()
+    assert steps[0] == ("ARG", "BASE_IMAGE=debian:bookworm-slim")
+    assert [rest for word, rest in steps if word == "FROM"] == ["${BASE_IMAGE}"]
