@@ -1,9 +1,14 @@
 """The complete plugin in docs/plugins.md, run as written over all four protocols, on a
-linear classifier trained here."""
+linear classifier trained here; and its pyproject.toml, built into a wheel as written from a
+folder that holds other folders too."""
 
 from __future__ import annotations
 
 import importlib.util
+import os
+import subprocess
+import sys
+import zipfile
 from pathlib import Path
 from types import ModuleType
 from typing import Any
@@ -18,17 +23,24 @@ from flask_predict import FlaskPredict
 from tests.docs.examples import ROOT, blocks
 
 FIRST_LINE = "# flask_predict_linear/__init__.py"
+MANIFEST_LINE = "# flask_predict_linear/manifest.py"
+PYPROJECT_LINE = "# pyproject.toml"
 CLASSES = ["setosa", "versicolor", "virginica"]
 ROW = [5.1, 3.5, 1.4, 0.2]
 
 
+def page_block(info: str, first_line: str) -> str:
+    """The one code block of the page tagged *info* that starts with *first_line*."""
+    page = (ROOT / "docs" / "plugins.md").read_text(encoding="utf-8")
+    (code,) = [b.text for b in blocks(page) if b.info == info and
+               b.text.startswith(first_line)]
+    return code
+
+
 def plugin_module(tmp_path: Path) -> ModuleType:
     """The page's plugin code block, imported as the module it says it is."""
-    page = (ROOT / "docs" / "plugins.md").read_text(encoding="utf-8")
-    (code,) = [b.text for b in blocks(page) if b.info == "python" and
-               b.text.startswith(FIRST_LINE)]
     path = tmp_path / "flask_predict_linear.py"
-    path.write_text(code, encoding="utf-8")
+    path.write_text(page_block("python", FIRST_LINE), encoding="utf-8")
     spec = importlib.util.spec_from_file_location("flask_predict_linear", path)
     assert spec is not None and spec.loader is not None
     module = importlib.util.module_from_spec(spec)
@@ -92,3 +104,34 @@ def test_metadata_and_errors(app: Flask) -> None:
     answer = client.post("/v1/models/species:predict", json={"instances": [[1.0, 2.0]]})
     assert answer.status_code == 400
     assert answer.get_json() == {"error": "input 'x': expected shape [-1, 4], got [1, 2]"}
+
+
+def test_the_pyproject_builds_beside_other_folders(tmp_path: Path) -> None:
+    """The page's three files laid out as it says, beside a models folder, a notebooks folder
+    and an earlier build's leftovers: the wheel holds the one package and both entry points."""
+    project = tmp_path / "flask-predict-linear"
+    package = project / "flask_predict_linear"
+    package.mkdir(parents=True)
+    (project / "pyproject.toml").write_text(page_block("toml", PYPROJECT_LINE))
+    (package / "__init__.py").write_text(page_block("python", FIRST_LINE))
+    (package / "manifest.py").write_text(page_block("python", MANIFEST_LINE))
+    for folder in ("models/species/1", "notebooks", "build/lib"):
+        (project / folder).mkdir(parents=True)
+    (project / "models" / "species" / "1" / "model.npz").write_bytes(b"")
+    env = {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "VIRTUAL_ENV")}
+    # without build isolation: this environment's setuptools, nothing downloaded
+    built = subprocess.run([sys.executable, "-m", "pip", "wheel", "--no-deps",
+                            "--no-build-isolation", "--wheel-dir", str(tmp_path / "dist"),
+                            str(project)], capture_output=True, text=True, env=env,
+                           timeout=300)
+    assert built.returncode == 0, built.stdout[-3000:] + built.stderr[-3000:]
+    (wheel,) = (tmp_path / "dist").glob("*.whl")
+    with zipfile.ZipFile(wheel) as archive:
+        names = archive.namelist()
+        points = archive.read("flask_predict_linear-1.0.0.dist-info/entry_points.txt").decode()
+    assert {name.split("/")[0] for name in names} == {"flask_predict_linear",
+                                                       "flask_predict_linear-1.0.0.dist-info"}
+    assert {"flask_predict_linear/__init__.py", "flask_predict_linear/manifest.py"} <= set(names)
+    assert "[flask_predict.predictors]\nlinear = flask_predict_linear:LinearPredictor" in points
+    assert ("[flask_predict.manifests]\nlinear = flask_predict_linear.manifest:MANIFEST"
+            in points)
