@@ -15,6 +15,7 @@ HOST ?= 127.0.0.1
 PORT ?= 8501
 PLUGINS := plugins/sklearn plugins/xgboost plugins/custom plugins/tensorflow
 PROJECTS := pyproject.toml $(addsuffix /pyproject.toml,$(PLUGINS))
+SERVER := -e ".[grpc]" $(addprefix -e ,$(PLUGINS))
 SERVING := $(VENV)/.serving
 INSTALLED := $(VENV)/.installed
 
@@ -30,11 +31,13 @@ install-serving: $(SERVING)
 $(SERVING): $(PROJECTS)
 	$(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install --disable-pip-version-check --progress-bar off "uv>=0.5"
-	$(UV) pip install --python $(PY) -e ".[grpc]" $(addprefix -e ,$(PLUGINS))
+	$(UV) pip install --python $(PY) $(SERVER)
 	touch $@
 
+# resolved together with the server, so that no test tool downgrades what the server needs
+# under it (protobuf for the gRPC health service, say)
 $(INSTALLED): $(SERVING) requirements-test.txt
-	$(UV) pip install --python $(PY) -r requirements-test.txt
+	$(UV) pip install --python $(PY) $(SERVER) -r requirements-test.txt
 	touch $@
 
 demo: $(SERVING)
