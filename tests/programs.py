@@ -2,7 +2,7 @@
 finds them on ``PATH`` (or in ``/usr/sbin``), else it skips with one line that names the
 package to install (``make system-deps`` installs them all on Debian).
 
-CI installs them all and sets ``FLASK_PREDICT_NO_SKIP=1`` (``.ci/run``): there a missing
+CI installs them all and sets ``TESTS_NO_SKIP=1`` (``.ci/run``): there a missing
 program fails its tests instead, so CI never passes with them skipped."""
 
 from __future__ import annotations
@@ -13,8 +13,10 @@ from typing import NoReturn
 
 import pytest
 
-NO_SKIP = "FLASK_PREDICT_NO_SKIP"
-"""Set (to anything but empty): a missing program fails the test instead of skipping it."""
+NO_SKIP = "TESTS_NO_SKIP"
+"""Set (to anything but empty): a missing program fails the test instead of skipping it. Not
+a ``FLASK_PREDICT_*`` name: the servers the tests start take those for settings, and refuse
+the ones they do not know."""
 SEARCHED = ("/usr/sbin", "/sbin")
 """Searched after ``PATH``: Debian puts nginx there, outside a non-root user's ``PATH``."""
 
@@ -27,7 +29,7 @@ def find(program: str) -> str | None:
 
 def need(program: str, package: str) -> str:
     """The path of *program*; without it the calling test skips (fails under
-    ``$FLASK_PREDICT_NO_SKIP``) saying that Debian's *package* provides it."""
+    ``$TESTS_NO_SKIP``) saying that Debian's *package* provides it."""
     found = find(program)
     if found is None:
         unavailable(f"needs {program}: install Debian's {package} (make system-deps)")
