@@ -54,8 +54,8 @@ def readme_serving_path() -> list[str]:
 
 
 def readme_step(word: str) -> list[str]:
-    """The README's serving command whose words start with *word* (``pip install``...), its
-    comment dropped; the one serving *word* when several do."""
+    """The words of the README's one serving command that starts with *word* (``pip
+    install``...), its comment dropped."""
     found = [shlex.split(line, comments=True) for line in readme_serving_path()
              if line.startswith(word)]
     assert len(found) == 1, (word, found)
