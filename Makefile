@@ -37,7 +37,7 @@ $(SERVING): $(PROJECTS)
 # resolved together with the server, so that no test tool downgrades what the server needs
 # under it (protobuf for the gRPC health service, say)
 $(INSTALLED): $(SERVING) requirements-test.txt
-	$(UV) pip install --python $(PY) $(SERVER) -r requirements-test.txt
+	$(UV) pip install --python $(PY) $(SERVER) -e ".[otel]" -r requirements-test.txt
 	touch $@
 
 demo: $(SERVING)

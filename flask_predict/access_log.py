@@ -90,7 +90,8 @@ class AccessLog:
         ms = (ended - record.started) * 1000.0
         if self.json_lines:
             return orjson.dumps({
-                "time": time.time(), "request_id": record.request_id, "client": record.client,
+                "time": time.time(), "request_id": record.request_id,
+                "trace_id": record.trace_id or None, "client": record.client,
                 "method": record.method, "path": record.path, "protocol": record.protocol,
                 "verb": record.verb, "model": record.model, "version": record.version,
                 "status": status, "request_bytes": record.request_bytes,
@@ -100,7 +101,8 @@ class AccessLog:
         path = record.path
         if not path.isprintable() or " " in path or '"' in path:
             path = orjson.dumps(path).decode()  # quoted, escaped: one line, no forged fields
-        return (f"request_id={record.request_id} client={record.client} "
+        trace = f" trace_id={record.trace_id}" if record.trace_id else ""
+        return (f"request_id={record.request_id}{trace} client={record.client} "
                 f"method={record.method} path={path} protocol={record.protocol} "
                 f"verb={record.verb} model={record.model or '-'} "
                 f"version={record.version or '-'} status={status} "

@@ -15,8 +15,12 @@ from typing import Any, Mapping
 from .access_log import access_log_format
 from .errors import ConfigError
 from .model_config import load_models, number_value, timeout_value
+from .payload_log import DEFAULTS as PAYLOAD_LOG_DEFAULTS
+from .payload_log import PayloadSettings
+from .payload_log import read_settings as read_payload_log
 from .protocols import REGISTRY, Section, descriptors
 from .tokens import read_tokens
+from .tracing import tracing_value
 from .types import Limits, ModelSpec
 from .vertex_storage import VARIABLE as STORAGE_VARIABLE
 from .vertex_storage import storage_base_path
@@ -59,6 +63,8 @@ DEFAULTS: dict[str, Any] = {
     "PREDICT_ADMIN_TOKENS_FILE": None,
     "PREDICT_ADMIN_LOOPBACK": True,
     "PREDICT_OPENAPI_ROUTE": None,
+    "PREDICT_TRACING": None,
+    **PAYLOAD_LOG_DEFAULTS,
 }
 """Every core key with its default (each protocol adds its own section's keys).
 ``docs/configuration.md`` has one entry per key."""
@@ -137,6 +143,11 @@ class Settings:
     """Whether state-changing routes are served to loopback clients without a token."""
     openapi_route: str | None
     """Where the OpenAPI document is served (``None``: not served)."""
+    tracing: Any = None
+    """``PREDICT_TRACING``: ``None`` (on when ``OTEL_TRACES_EXPORTER`` names an exporter),
+    true, false, or the tracer provider to send spans to (see :mod:`.tracing`)."""
+    payload_log: PayloadSettings | None = None
+    """What the payload log keeps, and where; ``None``: nothing."""
     sections: Mapping[str, Any] = field(default_factory=dict)
     """Each protocol's own settings, by protocol name, as its :class:`Section` read them."""
 
@@ -224,6 +235,8 @@ def read_settings(config: Mapping[str, Any]) -> Settings:
         admin_tokens=read_tokens(values, "PREDICT_ADMIN_TOKENS"),
         admin_loopback=bool_value(values, "PREDICT_ADMIN_LOOPBACK"),
         openapi_route=route_value(values, "PREDICT_OPENAPI_ROUTE"),
+        tracing=tracing_value(values["PREDICT_TRACING"]),
+        payload_log=read_payload_log(values, models),
         sections={name: section.read(values, models) for name, section in sections.items()},
     )
 

@@ -16,6 +16,7 @@ from .config import read_settings
 from .control import ModelControl
 from .current import get_state
 from .openapi.view import bp as openapi
+from .payload_log import PayloadLog
 from .plugins import check_predictor_class, load_predictor_class
 from .predictor import Predictor
 from .protocols import descriptors
@@ -25,6 +26,8 @@ from .service import ModelService
 from .shared_state import StateDir
 from .sharing import inherited
 from .state import EXTENSION_KEY, PredictState
+from .tracing import open_tracing
+from .tracing import wanted as tracing_wanted
 from .watcher import UNLOADED_MODELS, Watcher
 
 logger = logging.getLogger(__name__)
@@ -89,7 +92,10 @@ class FlaskPredict:
         state = PredictState(settings, ModelService(
             repository, settings.load_wait_seconds if background else 0.0,
             settings.timeout_seconds, metrics, control), metrics=metrics)
-        state.scopes = Scopes(state, settings, metrics)
+        tracing = (open_tracing(settings.tracing, settings.server_name)
+                   if tracing_wanted(settings.tracing) else None)
+        payloads = PayloadLog(settings.payload_log, metrics) if settings.payload_log else None
+        state.scopes = Scopes(state, settings, metrics, tracing, payloads)
         app.extensions[EXTENSION_KEY] = state
         for protocol in descriptors(settings.protocols):
             app.register_blueprint(protocol.load_blueprint(),
@@ -120,6 +126,8 @@ def close_app(app: Flask) -> None:
     state = app.extensions.get(EXTENSION_KEY)
     if state is not None:
         state.service.control.stop()
+        if state.scopes is not None:
+            state.scopes.shutdown()  # spans and payload records still queued
         if state.metrics is not None:
             state.metrics.close()
         state.service.repository.close()

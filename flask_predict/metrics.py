@@ -159,6 +159,10 @@ class Metrics:
             "flask_predict_workers", "Worker processes serving", registry=registry,
             multiprocess_mode="livesum")
         self.workers.set(1)
+        self.payload = Counter(
+            "flask_predict_payload_records", "Payload log records, by outcome: written to "
+            "their sink, dropped (the sink's queue was full) or failed (the sink failed)",
+            ("outcome",), registry=registry)
         self._series: dict[tuple[str, str, str, str], _Series] = {}
         self._after_fork()
         _INSTANCES.add(self)
@@ -237,6 +241,10 @@ class Metrics:
         """Write what is left, and stop being flushed (the app is closing)."""
         _INSTANCES.discard(self)
         self.flush()
+
+    def payload_records(self, outcome: str, number: int) -> None:
+        """Count *number* payload log records that were written, dropped or failed."""
+        self.payload.labels(outcome).inc(number)
 
     def model_event(self, event: str, model: str, version: int, seconds: float) -> None:
         """The repository's listener: loads, failures and unloads of versions."""

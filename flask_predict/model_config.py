@@ -12,7 +12,8 @@ from .errors import ConfigError
 from .types import ModelSpec, VersionPolicy
 
 MODEL_KEYS = frozenset({"base_path", "predictor", "version_policy", "version_labels", "versions",
-               "default_version", "model_platform", "options", "timeout_seconds"})
+               "default_version", "model_platform", "options", "timeout_seconds",
+               "payload_log"})
 """Keys of a model's entry that are not options for its plugin."""
 
 
@@ -119,6 +120,7 @@ def _model_spec(name: str, entry: Any, base_dir: Path | None, origin: str) -> Mo
         labels=labels,
         default_version=default,
         timeout_seconds=timeout_value(entry.get("timeout_seconds"), f"{where}: timeout_seconds"),
+        payload_log=entry.get("payload_log"),
     )
 
 

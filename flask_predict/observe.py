@@ -17,6 +17,7 @@ from flask.globals import _cv_request
 from flask.typing import ResponseReturnValue
 
 from . import auth
+from .http_transport import HTTP
 from .protocols import Protocol, descriptors
 from .protocols._http import plain_error
 from .record import current_request
@@ -52,7 +53,7 @@ class Observer:
         self.scopes.open(protocol.name, verb, environ.get("HTTP_X_REQUEST_ID"),
                          int(length) if length and length.isdigit() else 0,
                          environ.get("REQUEST_METHOD", ""), environ.get("PATH_INFO", ""),
-                         environ.get("REMOTE_ADDR", "-"))
+                         environ.get("REMOTE_ADDR", "-"), None, req, HTTP)
         if self.tokens and verb not in OPEN_VERBS:
             auth.check_client(self.tokens, self.admin_tokens)
 
@@ -73,7 +74,7 @@ class Observer:
         body = response.response  # a body set whole is a list of one bytes: no header parse
         size = (len(body[0]) if type(body) is list and len(body) == 1 and type(body[0]) is bytes
                 else response.content_length)
-        self.scopes.close(record, status, size)
+        self.scopes.close(record, status, size, body)
         return response
 
 

@@ -1,10 +1,11 @@
 """What one request did, noted as it runs: the record metrics and the access log read.
 
 The request's scope (:mod:`flask_predict.scope`) opens a :class:`RequestRecord` when a
-request arrives and sets it as :data:`current_request`; the service notes which model version it resolved and how long the
-predictor ran, without knowing about Flask; the front end reads the record when the answer
-is ready. Outside a request (warm-up, the reload thread) there is no record and nothing is
-noted.
+request arrives and sets it as :data:`current_request`; the service notes which model
+version it resolved, how long the predictor ran and what the request waited for, without
+knowing about Flask; the scope reads the record when the answer is ready (metrics, access
+line, trace spans, payload log). Outside a request (warm-up, the reload thread) there is
+no record and nothing is noted.
 """
 
 from __future__ import annotations
@@ -28,7 +29,8 @@ class RequestRecord:
 
     __slots__ = ("protocol", "verb", "request_id", "client_id", "request_bytes", "started",
                  "method", "path", "client", "model", "version", "predict_started",
-                 "predict_ended", "predict_seconds", "state", "deadline")
+                 "predict_ended", "predict_seconds", "state", "deadline", "trace_id", "trace",
+                 "kept", "waits")
 
     def __init__(self, protocol: str, verb: str, request_id: str, client_id: bool,
                  request_bytes: int) -> None:
@@ -53,6 +55,15 @@ class RequestRecord:
         self.deadline: float | None = None
         """``time.monotonic()`` by which the client stops waiting (a gRPC call's deadline);
         ``None``: it waits as long as the server lets it."""
+        self.trace_id = ""
+        """The request's trace id (32 hex digits) when tracing is on."""
+        self.trace: Any = None
+        """What tracing holds for the request while it runs (its server span)."""
+        self.kept: Any = None
+        """What the payload log keeps of a sampled request (``None``: not sampled)."""
+        self.waits: list[tuple[str, float, float]] | None = None
+        """What the request waited for, when it waited: (``"load"`` or ``"busy"``, start,
+        end) in ``perf_counter`` time (a model's first load; another call on its version)."""
 
     def adopt_id(self, request_id: str | None) -> None:
         """A request id from the body (V2's ``id``): used unless the client sent a header."""
@@ -64,6 +75,15 @@ class RequestRecord:
         """The service found the version that serves this request."""
         self.model = model
         self.version = str(version)
+
+    def waited(self, what: str, started: float) -> None:
+        """The request waited from *started* until now for *what*: ``"load"`` (the models'
+        first load) or ``"busy"`` (another call on its version)."""
+        wait = (what, started, perf_counter())
+        if self.waits is None:
+            self.waits = [wait]
+        else:
+            self.waits.append(wait)
 
     def predicted(self, model: str, version: int, started: float) -> None:
         """A predictor call that began at *started* (``perf_counter``) just ended."""

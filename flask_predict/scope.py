@@ -9,6 +9,12 @@ client, the app state its front end answers from, the client's deadline), sets i
 REST hooks (:mod:`flask_predict.observe`) and the gRPC handlers
 (:mod:`flask_predict.grpc.handlers`) are the only callers, so both transports produce the
 same record, metrics and access line. Views and the service only fill the record in.
+
+Tracing (:mod:`flask_predict.tracing`) and the payload log (:mod:`flask_predict.payload_log`)
+hook in here too, when they are on: the request's span starts at :meth:`Scopes.open` and
+ends at :meth:`Scopes.close`, and a sampled request's bodies are kept between the two. What
+they read of a request (headers, the attributes of a span, the bodies) each transport says
+through its :class:`~.transport.Transport`; with both off, neither is imported.
 No Flask here.
 """
 
@@ -21,10 +27,13 @@ from typing import TYPE_CHECKING, Any
 
 from .access_log import AccessLog
 from .record import RequestRecord, current_request, usable_id
+from .transport import Transport
 
 if TYPE_CHECKING:
     from .config import Settings
     from .metrics import Metrics
+    from .payload_log import PayloadLog
+    from .tracing import Tracing
 
 
 class RequestIds:
@@ -46,18 +55,25 @@ class Scopes:
     """Opens and closes the requests of one app: *state* is what its records carry for the
     front ends (the app's ``PredictState``)."""
 
-    def __init__(self, state: Any, settings: Settings, metrics: Metrics | None) -> None:
+    def __init__(self, state: Any, settings: Settings, metrics: Metrics | None,
+                 tracing: Tracing | None = None, payloads: PayloadLog | None = None) -> None:
         self.state = state
         self.metrics = metrics
         self.access = AccessLog(settings.access_log == "json") if settings.access_log else None
         self.ids = RequestIds()
+        self.tracing = tracing
+        """Starts and ends each request's spans; ``None`` when tracing is off."""
+        self.payloads = payloads
+        """Keeps a sample of requests and answers; ``None`` when the payload log is off."""
 
     def open(self, protocol: str, verb: str, request_id: Any, request_bytes: int,
              method: str = "", path: str = "", client: str = "-",
-             deadline: float | None = None) -> RequestRecord:
+             deadline: float | None = None, carrier: Any = None,
+             transport: Transport | None = None) -> RequestRecord:
         """Open a request of *protocol* (``kserve_v2``, ``kserve_v2_grpc`` ...) and make it
         this thread's current one. *request_id* is the client's (kept when usable), else
-        ``None``; *deadline* is ``time.monotonic()`` by which the client stops waiting."""
+        ``None``; *deadline* is ``time.monotonic()`` by which the client stops waiting.
+        *carrier* is what *transport* reads the request from (tracing, payload log)."""
         if request_id is not None and usable_id(request_id):
             from_client = True
         else:
@@ -72,13 +88,31 @@ class Scopes:
         current_request.set(record)
         if self.metrics is not None:
             self.metrics.started()
+        if transport is not None:
+            if self.tracing is not None:
+                self.tracing.start(record, carrier, transport)
+            if self.payloads is not None:
+                self.payloads.sample(record, carrier, transport)
         return record
 
-    def close(self, record: RequestRecord, status: int, response_bytes: int | None) -> None:
-        """The answer is ready: count it, write its access line, end the request."""
+    def close(self, record: RequestRecord, status: int, response_bytes: int | None,
+              response: Any = None) -> None:
+        """The answer is ready: count it, write its access line, end the request.
+        *response* is the answer's body (REST) or message (gRPC), for the payload log."""
         current_request.set(None)
         ended = perf_counter()
         if self.metrics is not None:
             self.metrics.finished(record, status, response_bytes, ended)
+        if self.tracing is not None:
+            self.tracing.end(record, status, response_bytes, ended)
         if self.access is not None:
             self.access.write(record, status, response_bytes, ended)
+        if self.payloads is not None:
+            self.payloads.keep(record, status, response, ended)
+
+    def shutdown(self) -> None:
+        """The app is closing: send the spans and payload records still waiting."""
+        if self.tracing is not None:
+            self.tracing.shutdown()
+        if self.payloads is not None:
+            self.payloads.shutdown()

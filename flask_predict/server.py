@@ -16,7 +16,7 @@ from typing import Any, Iterable
 
 from flask import Config
 
-from . import access_log, deadline, runtime
+from . import access_log, deadline, runtime, tracing
 from .artifacts import version_folders, version_path
 from .model_config import MODEL_KEYS
 from .config import (STANDALONE_DEFAULTS, Settings, config_from_environ,
@@ -96,6 +96,8 @@ def check_configuration(log: Any) -> None:
         check_models(settings)
         if settings.grpc_port is not None:
             check_grpc_installed()
+        if tracing.wanted(settings.tracing):
+            tracing.check_installed()  # without importing it: the workers build exporters
         if not settings.models:
             log.warning("flask_predict: no model configured (set FLASK_PREDICT_MODELS, "
                         "FLASK_PREDICT_MODEL_CONFIG_FILE or MODEL_NAME)")

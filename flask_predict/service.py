@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Iterator, Mapping
+from threading import Lock
 from time import monotonic, perf_counter
 from typing import TYPE_CHECKING, Any, Callable, Sequence
 
@@ -27,7 +28,7 @@ from . import deadline, statistics
 from .control import IndexEntry, ModelControl
 from .errors import (DeadlineExceeded, InvalidInput, ModelNotFound, ModelNotReady,
                      PredictError, PredictorFailed, Unimplemented)
-from .record import current_request
+from .record import RequestRecord, current_request
 from .repository import ModelRepository
 from .served import LoadedVersion, ServedModel
 from .shared_state import StateDir
@@ -154,7 +155,10 @@ class ModelService:
             else:
                 # the worker serves while its models load: a request waits for them (as it
                 # would in the listen queue of a worker that loads before serving)
+                started = perf_counter()
                 first_sync.wait(self.load_wait_seconds)
+                if (record := current_request.get()) is not None:
+                    record.waited("load", started)  # a trace's span
         for _ in range(_RESOLVE_TRIES):
             loaded = self.repository.get(model, version, label, version_name)
             if loaded.acquire():
@@ -202,14 +206,15 @@ class ModelService:
         seconds = deadline.seconds_for(spec, self.timeout_seconds)
         record = current_request.get()
         started = perf_counter()
+        calls = loaded.calls
         try:
             if record is not None and record.deadline is not None:
-                return _call_by(record.deadline, loaded, seconds, verb, method, args, kwargs)
+                return _call_by(record.deadline, loaded, seconds, verb, method, args, kwargs,
+                                record)
             if seconds:
-                with deadline.limit(seconds, spec.name), loaded.calls:
-                    return method(*args, **(kwargs or {}))
-            with loaded.calls:
-                return method(*args, **(kwargs or {}))
+                with deadline.limit(seconds, spec.name):
+                    return _held_call(calls, record, method, args, kwargs)
+            return _held_call(calls, record, method, args, kwargs)
         except PredictError:
             raise
         except Exception as exc:
@@ -278,15 +283,37 @@ class ModelService:
         return np.asarray(values)
 
 
+def _held_call(calls: Lock, record: RequestRecord | None, method: Callable[..., Any],
+               args: tuple[Any, ...], kwargs: Mapping[str, Any] | None) -> Any:
+    """``method(*args, **kwargs)`` holding the version's call lock *calls*; a wait for
+    another thread's call on the version (a gRPC thread's, say) is noted on the request's
+    record (a trace's span)."""
+    if not calls.acquire(False):
+        started = perf_counter()
+        calls.acquire()
+        if record is not None:
+            record.waited("busy", started)
+    try:
+        return method(*args, **(kwargs or {}))
+    finally:
+        calls.release()
+
+
 def _call_by(client_deadline: float, loaded: LoadedVersion, seconds: float | None, verb: str,
              method: Callable[..., Any], args: tuple[Any, ...],
-             kwargs: Mapping[str, Any] | None) -> Any:
+             kwargs: Mapping[str, Any] | None, record: RequestRecord) -> Any:
     """A predictor call for a client that stops waiting at *client_deadline* (a gRPC call's
     deadline): the wait for the version is bounded by it, and so is the model's time limit
     *seconds*; a call whose client has given up by then is not made
     (``DEADLINE_EXCEEDED``)."""
     left = client_deadline - monotonic()
-    if left <= 0 or not loaded.calls.acquire(timeout=left):
+    calls = loaded.calls
+    acquired = left > 0 and calls.acquire(False)
+    if left > 0 and not acquired:
+        started = perf_counter()
+        acquired = calls.acquire(timeout=left)
+        record.waited("busy", started)
+    if not acquired:
         raise DeadlineExceeded(f"the client's deadline passed before model "
                                f"{loaded.name!r} could {verb}")
     try:

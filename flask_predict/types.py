@@ -115,6 +115,9 @@ class ModelSpec:
     timeout_seconds: float | None = None
     """Longest a predictor call may run (see :mod:`flask_predict.deadline`); ``None``:
     ``PREDICT_TIMEOUT_SECONDS``."""
+    payload_log: Any = None
+    """The model's ``payload_log`` entry as configured (``None``: the server-wide payload
+    log; read by :mod:`flask_predict.payload_log.settings`)."""
 
 
 @dataclass(frozen=True)

@@ -23,6 +23,7 @@ from google.protobuf.message import DecodeError
 from ..errors import Code, InvalidInput, PredictError
 from ..protocols import Protocol
 from ..scope import Scopes
+from .carrier import GrpcTransport
 from .messages import POOL, message_class
 
 logger = logging.getLogger("flask_predict.grpc")
@@ -103,9 +104,10 @@ class _Calls:
     """What every handler of one service shares."""
 
     def __init__(self, service: str, scopes: Scopes, protocol: Protocol,
-                 answer_status: Callable[[Any], int] | None) -> None:
+                 answer_status: Callable[[Any], int] | None, port: int | None = None) -> None:
         self.service = service
         self.scopes = scopes
+        self.transport = GrpcTransport(service, port)
         self.protocol = protocol
         self.label = f"{protocol.name}_grpc"
         self.answer_status = answer_status
@@ -121,7 +123,8 @@ class _Calls:
         return self.scopes.open(
             self.label, self.protocol.rpc_verb(name), _call_id(context), size, "POST",
             f"/{self.service}/{name}", _peer_address(context),
-            None if left is None else time.monotonic() + left)
+            None if left is None else time.monotonic() + left, (context, request, name),
+            self.transport)
 
     def _trailer(self, context: grpc.ServicerContext, record: Any) -> None:
         context.set_trailing_metadata((self.worker, (REQUEST_ID_KEY, record.request_id)))
@@ -141,6 +144,7 @@ class _Calls:
         def handle(request: Any, context: grpc.ServicerContext) -> Any:
             record = self._open(request, context, name)
             status = 400
+            answer = None
             try:
                 if isinstance(request, _Undecodable):
                     raise InvalidInput(request.reason)
@@ -152,7 +156,7 @@ class _Calls:
                 code, message, status = self._failed(context, record, exc, method)
                 context.abort(code, message)
             finally:
-                self.scopes.close(record, status, None)
+                self.scopes.close(record, status, None, answer)
 
         return handle
 
@@ -182,12 +186,13 @@ class _Calls:
 
 
 def service_handler(service: str, servicer: object, scopes: Scopes,
-                    protocol: Protocol) -> grpc.GenericRpcHandler:
+                    protocol: Protocol, port: int | None = None) -> grpc.GenericRpcHandler:
     """The handler of every rpc of *service* (its full name), bound to *servicer*, each
-    call in a scope of *scopes* for *protocol*. A servicer whose answers report failures
-    themselves says how to read their status with an ``answer_status(answer)`` method."""
+    call in a scope of *scopes* for *protocol* (served on *port*, for traces). A servicer
+    whose answers report failures themselves says how to read their status with an
+    ``answer_status(answer)`` method."""
     descriptor = POOL.FindServiceByName(service)
-    calls = _Calls(service, scopes, protocol, getattr(servicer, "answer_status", None))
+    calls = _Calls(service, scopes, protocol, getattr(servicer, "answer_status", None), port)
     handlers: dict[str, grpc.RpcMethodHandler] = {}
     for method in descriptor.methods:
         call = getattr(servicer, method.name)

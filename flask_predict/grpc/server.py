@@ -81,7 +81,7 @@ class GrpcServer:
             for name, servicer_class in protocol.load_servicers().items():
                 servicers[name] = servicer = servicer_class(state)
                 self.server.add_generic_rpc_handlers((service_handler(
-                    name, servicer, scopes, protocol),))
+                    name, servicer, scopes, protocol, settings.grpc_port or None),))
         names = list(servicers)
         health_pb2_grpc.add_HealthServicer_to_server(Health(state, servicers), self.server)
         for module in (health_pb2, reflection_pb2):
