@@ -16,6 +16,7 @@ PORT ?= 8501
 PLUGINS := plugins/sklearn plugins/xgboost plugins/custom plugins/tensorflow
 PROJECTS := pyproject.toml $(addsuffix /pyproject.toml,$(PLUGINS))
 SERVER := -e ".[grpc]" $(addprefix -e ,$(PLUGINS))
+TESTED := -e ".[grpc,otel]" $(addprefix -e ,$(PLUGINS))
 SERVING := $(VENV)/.serving
 INSTALLED := $(VENV)/.installed
 
@@ -37,7 +38,7 @@ $(SERVING): $(PROJECTS)
 # resolved together with the server, so that no test tool downgrades what the server needs
 # under it (protobuf for the gRPC health service, say)
 $(INSTALLED): $(SERVING) requirements-test.txt
-	$(UV) pip install --python $(PY) $(SERVER) -e ".[otel]" -r requirements-test.txt
+	$(UV) pip install --python $(PY) $(TESTED) -r requirements-test.txt
 	touch $@
 
 demo: $(SERVING)
