@@ -11,7 +11,8 @@ The Flask floor view (``floors.flask_app``) fed the same body is the baseline.
 
 Counts with ``perf`` (Debian ``linux-perf``) where the kernel lets this user count its own
 instructions; where it does not (``perf stat`` prints ``<not supported>``, as in many virtual
-machines), with valgrind's callgrind instead, about 50 times slower (a minute a child).
+machines), with valgrind's callgrind instead, about 50 times slower (a minute a child), and
+then the main thread's alone by default (``--threads``, :data:`THREADS`).
 """
 
 from __future__ import annotations
@@ -73,12 +74,31 @@ def instructions(models_dir: Path, route: str, model: str, rows: int, calls: int
             if len(fields) > 2 and fields[2].startswith("instructions"):
                 return int(fields[0])
         raise RuntimeError(f"no instruction count from perf: {done.stderr[-2000:]}")
-    done = subprocess.run(["valgrind", "--tool=callgrind", "--callgrind-out-file=/dev/null",
-                           *child_command], capture_output=True, text=True, check=True, env=env)
-    for line in done.stderr.splitlines():
-        if "Collected :" in line:
-            return int(line.split(":")[-1])
-    raise RuntimeError(f"no instruction count from callgrind: {done.stderr[-2000:]}")
+    with tempfile.TemporaryDirectory(prefix="flask-predict-callgrind-") as out:
+        done = subprocess.run(["valgrind", "--tool=callgrind", "--separate-threads=yes",
+                               f"--callgrind-out-file={out}/cg", *child_command],
+                              capture_output=True, text=True, check=True, env=env)
+        counts = {path.name: _total(path) for path in Path(out).glob("cg-*")}
+    if not counts:
+        raise RuntimeError(f"no instruction count from callgrind: {done.stderr[-2000:]}")
+    if THREADS == "main":  # thread 1 serves the requests; the others wake on their clocks
+        return counts["cg-01"]
+    return sum(counts.values())
+
+
+def _total(path: Path) -> int:
+    for line in path.read_text().splitlines():
+        if line.startswith("totals:"):
+            return int(line.split()[1])
+    raise RuntimeError(f"no totals in {path}")
+
+
+THREADS = "main"
+"""Count the main thread alone (``main``: the thread that serves the requests) or every
+thread (``all``). Under callgrind a run is some 50 times slower, so the threads that wake on
+a clock (the metrics flusher once a second, the model watcher) run many more times per
+request than they would, the more so the busier the machine: counted, they moved the same
+tree's count by up to 10% between runs. ``perf`` counts the whole process either way."""
 
 
 @functools.lru_cache(maxsize=1)
@@ -104,7 +124,11 @@ def main() -> None:
     parser.add_argument("--calls", type=int, default=2000)
     parser.add_argument("--models", nargs="*", default=["lr", "xgb"], choices=("lr", "xgb"))
     parser.add_argument("--routes", nargs="*", default=list(ROUTES), choices=list(ROUTES))
+    parser.add_argument("--threads", default="main", choices=("main", "all"),
+                        help="callgrind: count the main thread alone, or every thread")
     args = parser.parse_args()
+    global THREADS
+    THREADS = args.threads
     with tempfile.TemporaryDirectory(prefix="flask-predict-instructions-") as tmp:
         models_dir = models.train(Path(tmp) / "models")
         floor = per_request(models_dir, FLOOR, "lr", args.rows, args.calls)
