@@ -11,7 +11,7 @@ import pytest
 
 from flask_predict.cli.serve import DEFAULT_REST_PORT
 from flask_predict.demo import write_demo
-from tests.docs.examples import LOCAL_URL, ROOT, Example, examples, matches, same_output
+from tests.docs.examples import LOCAL_URL, ROOT, Example, examples, matches, parse, same_output
 from tests.e2e.server import GunicornServer
 
 pytestmark = pytest.mark.e2e
@@ -57,11 +57,15 @@ def test_examples_use_the_default_port() -> None:
 
 
 def test_comparison() -> None:
-    assert matches({"a": [1, 0.5, "x"]}, {"a": [1, 0.5000000001, "x"]})
-    assert not matches([1], [1.0])  # integer labels stay integers
-    assert not matches({"a": 1}, {"a": 1, "b": 2})
-    assert matches({"version": "..."}, {"version": "0.1.0"})
-    assert not matches(0.5, 0.51)
+    assert matches(parse('{"a": [1, 0.5, "x", NaN]}'), parse('{"a": [1, 0.5, "x", NaN]}'))
+    # every digit counts: a page shows the text the server prints
+    assert not matches(parse("[0.9752805]"), parse("[0.975280523]"))
+    assert not matches(parse("[0.5]"), parse("[0.5000000000000001]"))
+    assert not matches(parse("[1e-05]"), parse("[0.00001]"))
+    assert not matches(parse("[1]"), parse("[1.0]"))  # integer labels stay integers
+    assert not matches(parse('["0.5"]'), parse("[0.5]"))  # a string is not a number
+    assert not matches(parse('{"a": 1}'), parse('{"a": 1, "b": 2}'))
+    assert matches(parse('{"version": "..."}'), parse('{"version": "0.1.0"}'))
 
 
 def test_a_curl_block_needs_its_output(tmp_path: Path) -> None:
