@@ -80,7 +80,36 @@ def test_status_page_lists_models_and_its_form_predicts_in_every_protocol(
         # the live figures: four predictions of iris, read back from the metrics
         wait.until(lambda d: text(d, "td.requests[data-model='iris']") == "4")
         wait.until(lambda d: text(d, "td.rate[data-model='iris']") not in ("", "-"))
+
+        # NaN, the README's missing value, is a number here as in the server's JSON: sent
+        # as the token (a missing first feature: the XGBoost model answers "approve")
+        Select(browser.find_element(By.ID, "model")).select_by_value("xgb")
+        Select(browser.find_element(By.ID, "protocol")).select_by_value("tfserving")
+        send(browser, "[[NaN, 0.3, 1.2, -0.5]]")
+        wait.until(lambda d: text(d, "#request-line") == "POST /v1/models/xgb:predict"
+                   and text(d, "#answer-status") == "200 OK")
+        assert text(browser, "#request-body") == '{"instances":[[NaN,0.3,1.2,-0.5]]}'
+        assert json.loads(text(browser, "#answer"))["predictions"][0] > 0.5
+
+        # a request that is not sent shows no part of the one before
+        send(browser, "[[1, 2")
+        wait.until(lambda d: text(d, "#answer-status") == "not sent")
+        assert "The instances are not JSON" in text(browser, "#answer")
+        assert text(browser, "#request-line") == "" and text(browser, "#request-body") == ""
         ARTIFACTS.mkdir(parents=True, exist_ok=True)
         shot = ARTIFACTS / "status-page.png"
         assert browser.save_screenshot(str(shot)) and shot.stat().st_size > 0
         shutil.copy(shot, tmp_path / shot.name)
+
+    # the server is gone: the request fails to send, and the last answer is not shown
+    send(browser, "[[5.1, 3.5, 1.4, 0.2]]")
+    WebDriverWait(browser, 30).until(lambda d: text(d, "#answer-status") == "not sent")
+    assert text(browser, "#answer").startswith("The request failed")
+    assert "predictions" not in text(browser, "#answer")
+
+
+def send(browser: webdriver.Chrome, instances: str) -> None:
+    field = browser.find_element(By.ID, "instances")
+    field.clear()
+    field.send_keys(instances)
+    browser.find_element(By.ID, "send").click()

@@ -43,6 +43,26 @@
                 models: Object.fromEntries(status.models.map((m) => [m.name, m.totals]))};
   }
 
+  // The server's JSON: NaN, Infinity and -Infinity are numbers (outside strings), as in the
+  // README's requests (NaN for a missing value) and in TF Serving's answers. JSON.parse and
+  // JSON.stringify know none of them: they travel as marked strings in between.
+  const NON_FINITE = /("(?:[^"\\]|\\.)*")|(-?Infinity|NaN)/g;
+  const MARK = "\u0000non-finite:";
+
+  function parseJson(text) {
+    const marked = text.replace(NON_FINITE, (match, string, token) =>
+      string !== undefined ? string : JSON.stringify(MARK + token));
+    return JSON.parse(marked, (key, value) =>
+      typeof value === "string" && value.startsWith(MARK) ? Number(value.slice(MARK.length))
+        : value);
+  }
+
+  function printJson(value, indent) {
+    const text = JSON.stringify(value, (key, item) =>
+      typeof item === "number" && !Number.isFinite(item) ? MARK + String(item) : item, indent);
+    return text.replace(/"\\u0000non-finite:(-?Infinity|NaN)"/g, "$1");
+  }
+
   function shapeOf(value) {
     const shape = [];
     while (Array.isArray(value)) {
@@ -87,11 +107,16 @@
   const answerField = document.getElementById("answer");
   const statusField = document.getElementById("answer-status");
 
-  function show(status, text) {
+  // The request and its answer are shown together, all four parts each time: nothing of an
+  // earlier exchange stays beside a new one.
+  function show(requestLine, requestBody, status, text) {
     document.getElementById("exchange").hidden = false;
+    document.getElementById("request-line").textContent = requestLine;
+    document.getElementById("request-body").textContent = requestBody;
     statusField.textContent = status;
     answerField.textContent = text;
   }
+  let sent = 0; // the latest request: an earlier one's late answer is not shown
 
   modelField.addEventListener("change", () => {
     instancesField.value = exampleRows(byName[modelField.value]);
@@ -100,31 +125,32 @@
 
   form.addEventListener("submit", async (event) => {
     event.preventDefault();
+    const number = ++sent;
     let rows;
     try {
-      rows = JSON.parse(instancesField.value);
+      rows = parseJson(instancesField.value);
     } catch (error) {
-      show("not sent", "The instances are not JSON: " + error.message);
+      show("", "", "not sent", "The instances are not JSON: " + error.message);
       return;
     }
     if (!Array.isArray(rows)) rows = [rows];
     const [url, body] = build(protocolField.value, byName[modelField.value], rows);
-    document.getElementById("request-line").textContent = "POST " + url;
-    document.getElementById("request-body").textContent = JSON.stringify(body);
-    show("sending", "");
+    const line = "POST " + url;
+    const text = printJson(body);
+    show(line, text, "sending", "");
     try {
-      const answer = await fetch(url, {method: "POST", body: JSON.stringify(body),
+      const answer = await fetch(url, {method: "POST", body: text,
                                        headers: {"Content-Type": "application/json"}});
-      const text = await answer.text();
-      let shown = text;
+      const received = await answer.text();
+      let shown = received;
       try {
-        shown = JSON.stringify(JSON.parse(text), null, 2);
+        shown = printJson(parseJson(received), 2);
       } catch (error) {
-        // not strict JSON (TF Serving may print NaN): show it as it came
+        // not JSON: show it as it came
       }
-      show(`${answer.status} ${answer.statusText}`.trim(), shown);
+      if (number === sent) show(line, text, `${answer.status} ${answer.statusText}`.trim(), shown);
     } catch (error) {
-      show("failed", String(error));
+      if (number === sent) show(line, text, "not sent", "The request failed: " + String(error));
     }
     poll();
   });
