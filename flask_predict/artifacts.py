@@ -1,5 +1,6 @@
-"""Facts about model folders on disk: numbered version folders, their stamps, and which
-module a pickle refers to (read from its opcodes, never unpickled).
+"""Facts about model folders on disk: numbered version folders, their stamps, which module a
+pickle refers to (read from its opcodes, never unpickled), and the artifact files the bundled
+plugins read (so that an error can name the file, and the plugin to install).
 
 Names and versions from URLs never reach this module: it only walks the configured
 ``base_path`` of each model.
@@ -16,6 +17,41 @@ import pickletools
 import zlib
 
 from .errors import ConfigError
+
+
+KNOWN_ARTIFACTS: dict[str, str] = {
+    "saved_model.pb": "tensorflow", "saved_model.pbtxt": "tensorflow",
+    "model.json": "xgboost", "model.ubj": "xgboost", "model.bst": "xgboost",
+    "model.joblib": "sklearn", "model.pkl": "sklearn",
+}
+"""Artifact file names the bundled plugins load -> the plugin (and ``flask-predict`` extra)
+that loads them; a pickle of an XGBoost class is XGBoost's (:func:`artifact_plugin`)."""
+
+
+def artifact_file(folder: str) -> str:
+    """The first known artifact file in *folder*, else *folder* itself: what a load error
+    names."""
+    for name in KNOWN_ARTIFACTS:
+        path = os.path.join(folder, name)
+        if os.path.isfile(path):
+            return path
+    return folder
+
+
+def artifact_plugin(folder: str) -> tuple[str, str] | None:
+    """``(file name, plugin)`` for the known artifact in *folder*; ``None`` without one."""
+    path = artifact_file(folder)
+    if path == folder:
+        return None
+    name = os.path.basename(path)
+    plugin = KNOWN_ARTIFACTS[name]
+    if plugin == "sklearn":
+        try:
+            if pickled_module(path).split(".")[0] == "xgboost":
+                plugin = "xgboost"
+        except (ConfigError, OSError):
+            pass
+    return name, plugin
 
 
 def version_path(base_path: str, version: int) -> str:

@@ -48,6 +48,7 @@ DEFAULTS: dict[str, Any] = {
     "PREDICT_LOAD_IN_BACKGROUND": False,
     "PREDICT_LOAD_WAIT_SECONDS": 30.0,
     "PREDICT_SHARED_MODELS": True,
+    "PREDICT_EXIT_ON_LOAD_ERROR": True,
     "PREDICT_GRPC_PORT": None,
     "PREDICT_GRPC_HOST": "0.0.0.0",
     "PREDICT_GRPC_MAX_MESSAGE_BYTES": None,
@@ -120,6 +121,9 @@ class Settings:
     load_wait_seconds: float
     """With background loading: how long a request that needs a model waits for the first
     load before it is answered "not ready" (probes never wait)."""
+    exit_on_load_error: bool
+    """A model that does not load at start stops the server (:mod:`.startup`); false serves
+    the models that loaded."""
     grpc_port: int | None
     """The port every worker serves gRPC on; ``None``: no gRPC (see docs/protocols/grpc.md)."""
     grpc_host: str
@@ -218,6 +222,7 @@ def read_settings(config: Mapping[str, Any]) -> Settings:
         load_in_background=bool_value(values, "PREDICT_LOAD_IN_BACKGROUND"),
         shared_models=bool_value(values, "PREDICT_SHARED_MODELS"),
         load_wait_seconds=number_value(values, "PREDICT_LOAD_WAIT_SECONDS", float, minimum=0),
+        exit_on_load_error=bool_value(values, "PREDICT_EXIT_ON_LOAD_ERROR"),
         grpc_port=(None if values["PREDICT_GRPC_PORT"] in (None, "") else
                    number_value(values, "PREDICT_GRPC_PORT", int, minimum=0, maximum=65535)),
         grpc_host=str(values["PREDICT_GRPC_HOST"]),

@@ -83,6 +83,14 @@ class ModelControl:
     # --- load and unload -------------------------------------------------------------------
 
     @property
+    def configured_any(self) -> bool:
+        """Whether the configuration names a model (loaded or not)."""
+        watcher = self.watcher
+        if watcher is not None:
+            return bool(watcher.specs)
+        return bool(self.configured) or bool(self.repository.names())
+
+    @property
     def can_load(self) -> bool:
         """Whether models can be loaded and unloaded (the watcher runs with a shared
         unloaded set)."""
@@ -123,9 +131,10 @@ class ModelControl:
         except ModelNotFound:
             raise ModelNotFound(f"failed to load '{name}': it left the model configuration")
         if not served.ready:
-            errors = [status.error for status in served.statuses.values() if status.error]
+            failed = sorted(v for v, status in served.statuses.items() if status.error)
             raise FailedPrecondition(f"failed to load '{name}': " + (
-                "; ".join(errors) if errors else "no version found in its base_path"))
+                f"version(s) {failed} did not load; the server's log has the cause" if failed
+                else "no version found in its base_path"))
 
     def unload(self, name: str) -> None:
         """Stop serving configured model *name* in every worker; waits (up to

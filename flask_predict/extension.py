@@ -11,7 +11,7 @@ import logging
 
 from flask import Flask
 
-from . import observe, runtime
+from . import observe, runtime, startup
 from .config import read_settings
 from .control import ModelControl
 from .current import get_state
@@ -80,8 +80,10 @@ class FlaskPredict:
         if background:
             repository = ModelRepository(self.predictor_class, listener, inherited())
             repository.announce(specs)  # known at once; loaded by the watcher's thread
-        else:
-            repository = ModelRepository.load(specs, self.predictor_class, listener, inherited())
+        else:  # a model that does not load raises here (startup.check_first_load)
+            repository = ModelRepository.load(specs, self.predictor_class, listener,
+                                              inherited(), settings.exit_on_load_error)
+        repository.serve_the_rest = not settings.exit_on_load_error
         watcher = None
         if watched:
             watcher = Watcher(repository, app.config.get("PREDICT_MODELS"),
@@ -111,6 +113,9 @@ class FlaskPredict:
                     list(settings.protocols), " (loading in the background)" if background
                     else "")
         if watcher is not None:
+            if background:  # the start-up rule, once the first load is done
+                watcher.after_first_load(lambda: startup.settle(
+                    repository.models(), settings.exit_on_load_error))
             watcher.start()
         if settings.manage_process and not background:
             runtime.settle_process(settings.threads)

@@ -20,6 +20,7 @@ from importlib import import_module
 from importlib.metadata import entry_points
 from typing import Any, Callable, Mapping
 
+from .artifacts import artifact_plugin
 from .errors import ConfigError, PredictorNotFound
 from .predictor import Predictor
 
@@ -27,6 +28,9 @@ GROUP = "flask_predict.predictors"
 MANIFEST_GROUP = "flask_predict.manifests"
 
 logger = logging.getLogger(__name__)
+
+BUNDLED = ("sklearn", "xgboost", "tensorflow", "custom")
+"""The plugins this project ships, each installed by the ``flask-predict`` extra of its name."""
 
 Detector = Callable[[str, Mapping[str, Any]], float]
 """``detect(version_folder, options)`` -> confidence from 0 (not mine) to 1 (certainly
@@ -63,7 +67,8 @@ def load_predictor_class(name: str) -> type[Predictor]:
     found = entry_points(group=GROUP)
     matches = [ep for ep in found if ep.name == name]
     if not matches:
-        raise PredictorNotFound(f"no predictor {name!r}; installed: {installed_names()}")
+        raise PredictorNotFound(f"no predictor {name!r}; installed: {installed_names()}"
+                                f"{install_hint(name)}")
     values = sorted({ep.value for ep in matches})
     if len(values) > 1:
         raise ConfigError(f"predictor {name!r} is claimed by {values}")
@@ -120,6 +125,10 @@ def detect_predictor(model_dir: str, options: Mapping[str, Any],
         if score > 0:
             scores[name] = score
     if not scores:
+        known = artifact_plugin(model_dir)
+        if known is not None and known[1] not in candidates:
+            raise ConfigError(f"{model_dir!r} holds {known[0]}, which the {known[1]!r} plugin "
+                              f"loads, and it is not installed{install_hint(known[1])}")
         raise ConfigError(f"no installed plugin recognises the files in {model_dir!r} "
                           f"(detecting plugins: {sorted(n for n, m in candidates.items() if m.detect)}); "
                           "set 'predictor' or 'class' in the model config")
@@ -129,6 +138,14 @@ def detect_predictor(model_dir: str, options: Mapping[str, Any],
         raise ConfigError(f"plugins {winners} all claim {model_dir!r}; set 'predictor' in "
                           "the model config")
     return winners[0]
+
+
+def install_hint(plugin: str) -> str:
+    """``; install it: pip install "flask-predict[<plugin>]"`` for a bundled plugin, else
+    an empty string."""
+    if plugin not in BUNDLED:
+        return ""
+    return f'; install it: pip install "flask-predict[{plugin}]"'
 
 
 def check_options(model: str, predictor: str | None, options: Mapping[str, Any],

@@ -17,11 +17,13 @@ import threading
 import time
 from typing import Callable, Iterable, Mapping
 
-from .artifacts import tree_stamp, version_folders, version_path
+from .artifacts import artifact_file, tree_stamp, version_folders, version_path
 from .errors import ConfigError, ModelNotFound
-from .served import LoadedVersion, ServedModel, Shelf, VersionStatus, close_predictor
+from .served import (FAILED_TO_LOAD, LoadedVersion, ServedModel, Shelf, VersionStatus,
+                     close_predictor)
 from .plugins import detect_predictor
 from .predictor import Predictor
+from .startup import LoadFailure, check_first_load, cause_of
 from .types import ModelSpec
 from .warmup import warm_up
 
@@ -56,17 +58,23 @@ class ModelRepository:
         self.lock = threading.Lock()
         """Held while :meth:`sync` changes the models (the master forks only outside it)."""
         self._synced = False
+        self.serve_the_rest = False
+        """``PREDICT_EXIT_ON_LOAD_ERROR`` false: readiness leaves out the models that did not
+        load, once no version of theirs is loading."""
         self.first_sync = threading.Event()
         """Set once the first :meth:`sync` is done (every configured model tried once)."""
         self._warned: set[str] = set()
 
     @classmethod
     def load(cls, specs: Iterable[ModelSpec], lookup: PredictorLookup,
-             listener: LoadListener | None = None, shelf: Shelf | None = None
-             ) -> ModelRepository:
-        """Load every model; any failure raises :class:`ConfigError` (the server halts)."""
+             listener: LoadListener | None = None, shelf: Shelf | None = None,
+             exit_on_error: bool = True) -> ModelRepository:
+        """Load every model now, then apply the start-up rule
+        (:func:`~flask_predict.startup.check_first_load`): a model that did not load raises
+        :class:`~flask_predict.startup.StartFailed`, unless *exit_on_error* is false."""
         repository = cls(lookup, listener, shelf)
-        repository.sync(specs, strict=True)
+        repository.sync(specs)
+        check_first_load(repository.models(), exit_on_error)
         return repository
 
     def announce(self, specs: Iterable[ModelSpec]) -> None:
@@ -110,19 +118,25 @@ class ModelRepository:
         """True once the configured models are loaded in this worker: false before the
         first :meth:`sync` and while a configured model has no version loaded. Replacing
         a version never makes it false, since the old version serves until the new one
-        is loaded."""
-        return self._synced and all(served.ready for served in self._models.values())
+        is loaded. With :attr:`serve_the_rest`, a model that failed (and loads nothing now)
+        does not count, as long as one model is served."""
+        models = self._models.values()
+        if not self.serve_the_rest:
+            return self._synced and all(served.ready for served in models)
+        return (self._synced and any(served.ready for served in models)
+                and all(served.ready or not served.loading for served in models))
 
     # --- loading --------------------------------------------------------------------------------
 
-    def sync(self, specs: Iterable[ModelSpec], strict: bool = False) -> None:
+    def sync(self, specs: Iterable[ModelSpec]) -> None:
         """Bring the loaded versions in line with *specs* and the folders on disk.
 
         New versions are loaded (and warmed up) before old ones are dropped; a version
         that fails to load is recorded in the statuses and the versions already served
         stay. Each model's new state is published as soon as it is ready. Versions that
         leave the policy are closed at the next call, so requests still running on them
-        can finish. With *strict* any failure raises :class:`ConfigError` instead.
+        can finish. A failure is logged as one line, except in the first sync: whoever
+        started it reports what did not load (:mod:`.startup`).
         """
         with self.lock:
             specs = list(specs)
@@ -150,7 +164,7 @@ class ModelRepository:
                 if self._shelf is not None and self._shelf.shared(spec):
                     self._adopt(served, failed.get(spec.name, {}))
                 else:
-                    self._refresh(served, strict)
+                    self._refresh(served)
             # the configuration's order, which is also the order of names()
             self._models = {spec.name: self._models[spec.name] for spec in specs}
             self._synced = True
@@ -159,14 +173,13 @@ class ModelRepository:
     def _publish(self, served: ServedModel) -> None:
         self._models = {**self._models, served.name: served}
 
-    def _refresh(self, served: ServedModel, strict: bool) -> None:
+    def _refresh(self, served: ServedModel) -> None:
         spec = served.spec
         on_disk = version_folders(spec.base_path)
         empty = f"model {spec.name!r}: no numbered version folder in {spec.base_path!r}"
         if not on_disk:
-            if strict:
-                raise ConfigError(empty)
-            self._warn_once(f"{empty}; the versions loaded stay served")
+            if self._synced:  # at start, the start-up rule says it
+                self._warn_once(f"{empty}; the versions loaded stay served")
             self._publish(served)
             return
         self._warned.discard(f"{empty}; the versions loaded stay served")
@@ -193,7 +206,7 @@ class ModelRepository:
             self._publish(ServedModel(spec, dict(versions), dict(statuses)))
         for version in to_load:
             stamp = tree_stamp(version_path(spec.base_path, version))
-            loaded = self._load_version(spec, version, stamp, strict, statuses)
+            loaded = self._load_version(spec, version, stamp, statuses)
             if loaded is not None:
                 versions[version] = loaded
         # a version removed from disk is unloaded; one that failed to load leaves the
@@ -214,30 +227,35 @@ class ModelRepository:
                         "retired (closed once its last request ends)" if self._warm else
                         "dropped by the master; each worker releases it as it is replaced")
 
-    def _load_version(self, spec: ModelSpec, version: int, stamp: float, strict: bool,
+    def _load_version(self, spec: ModelSpec, version: int, stamp: float,
                       statuses: dict[int, VersionStatus]) -> LoadedVersion | None:
         path = version_path(spec.base_path, version)
         start = time.perf_counter()
         predictor = None
         try:
-            name = spec.predictor or detect_predictor(path, spec.options)
+            name = plugin_for(spec, path)
             logger.info("loading model %r version %d from %s with plugin %r", spec.name,
                         version, path, name)
             predictor = self._lookup(name).from_path(path, **spec.options)
             loaded = LoadedVersion(spec, version, predictor, predictor.metadata(), path)
             warmed = warm_up(predictor, path) if self._warm else 0
         except Exception as exc:
-            message = f"model {spec.name!r} version {version} failed to load: {_reason(exc)}"
+            cause = cause_of(exc)
             seconds = self._told("failed", spec.name, version, start)
             if predictor is not None:
                 close_predictor(predictor, spec.name, version)
-            if strict:
-                raise ConfigError(message) from exc
+            # one line; at start the start-up rule reports it, for the whole server at once;
             # in the master the workers log it, each once, as they take its status over
-            logger.error("%s (after %.2fs)", message if self._warm else
-                         f"model {spec.name!r} version {version}: not loaded in the master: "
-                         f"{_reason(exc)}", seconds, exc_info=not isinstance(exc, ConfigError))
-            statuses[version] = VersionStatus(version, "END", error=message, stamp=stamp)
+            failure = LoadFailure(spec.name, version, artifact_file(path), cause)
+            logger.log(logging.ERROR if self._synced else logging.DEBUG,
+                       "flask_predict: %s (after %.2fs)%s", failure if self._warm else
+                       f"model {spec.name!r} version {version}: not loaded in the master: "
+                       f"{cause}", seconds, "; the versions served stay" if self._warm else "")
+            if not isinstance(exc, ConfigError):
+                logger.debug("model %r version %d: the load's traceback", spec.name, version,
+                             exc_info=exc)
+            statuses[version] = VersionStatus(version, "END", error=FAILED_TO_LOAD,
+                                              cause=cause, stamp=stamp)
             return None
         logger.info("model %r: version %d loaded with %s in %.2fs%s", spec.name, version,
                     type(predictor).__name__, self._told("loaded", spec.name, version, start),
@@ -266,7 +284,10 @@ class ModelRepository:
         statuses.update({v: s for v, s in failed.items() if v not in versions})
         for number, status in statuses.items():
             if status.error and served.statuses.get(number) != status:
-                logger.error("%s", status.error)  # once per worker, as a worker's own load
+                # once per worker, as a worker's own load would
+                logger.error("flask_predict: %s", LoadFailure(
+                    spec.name, number, artifact_file(version_path(spec.base_path, number)),
+                    status.cause or status.error))
         dropped = [loaded for v, loaded in served.versions.items()
                    if versions.get(v) is not loaded]
         self._publish(ServedModel(spec, versions, statuses))
@@ -284,7 +305,7 @@ class ModelRepository:
         except Exception as exc:
             logger.error("model %r version %d: its warm-up in this worker failed (it serves "
                          "as loaded in the master): %s", spec.name, theirs.version,
-                         _reason(exc))
+                         cause_of(exc))
         logger.info("model %r: version %d shared from the master in %.2fs%s", spec.name,
                     theirs.version, self._told("loaded", spec.name, theirs.version, start),
                     f" ({warmed} warm-up requests)" if warmed else "")
@@ -319,11 +340,12 @@ class ModelRepository:
                             number)
 
 
+def plugin_for(spec: ModelSpec, path: str) -> str:
+    """The plugin that loads version folder *path* of *spec*: the one it names, else the one
+    detected from the files (``flask-predict check`` reports it the same way)."""
+    return spec.predictor or detect_predictor(path, spec.options)
+
+
 def _artifact_key(spec: ModelSpec) -> tuple[object, ...]:
     return spec.base_path, spec.predictor, sorted(spec.options.items(), key=str)
 
-
-def _reason(exc: BaseException) -> str:
-    if isinstance(exc, ConfigError):
-        return exc.message
-    return f"{type(exc).__name__}: {exc}"

@@ -112,6 +112,12 @@ def close_predictor(predictor: Predictor, name: str, version: int) -> None:
         logger.exception("model %r version %d failed to close", name, version)
 
 
+FAILED_TO_LOAD = "failed to load; the server's log has the cause"
+"""What a client reads of a version that failed to load (TF Serving's model status, V2's
+repository index, grps's metadata, the status page): the cause, which may hold a file path
+or a native backtrace, stays in the log."""
+
+
 @dataclass(frozen=True)
 class VersionStatus:
     """TF Serving's view of a version: state ``LOADING``, ``AVAILABLE``, ``UNLOADING`` or
@@ -122,6 +128,9 @@ class VersionStatus:
     version: int
     state: str
     error: str = ""
+    """What clients are told of a failed load (:data:`FAILED_TO_LOAD`), or empty."""
+    cause: str = ""
+    """Why it failed, in one line, for the log and ``flask-predict check``; never sent."""
     stamp: float = 0.0
     """Modification time of the version folder (for a failed version: the latest time of
     anything under it, see :func:`tree_stamp`) when it was last tried."""
@@ -142,6 +151,11 @@ class ServedModel:
     @property
     def ready(self) -> bool:
         return bool(self.versions)
+
+    @property
+    def loading(self) -> bool:
+        """A version of this model is being loaded now."""
+        return any(status.state == "LOADING" for status in self.statuses.values())
 
     def default(self) -> LoadedVersion:
         """The version served when a request names none."""

@@ -12,21 +12,17 @@ import logging
 import os
 import sys
 import time
-from typing import Any, Iterable
+from typing import Any
 
 from flask import Config
 
-from . import access_log, deadline, runtime, tracing
-from .artifacts import version_folders, version_path
-from .model_config import MODEL_KEYS
+from . import access_log, deadline, runtime, startup, tracing
 from .config import (STANDALONE_DEFAULTS, Settings, config_from_environ,
                      read_settings)
 from .errors import ConfigError
 from .extension import close_app
 from .memory import release
 from .readiness import ReadyMarks
-from .plugins import check_options, detect_predictor, did_you_mean, installed_names, \
-    manifests
 from .rolling import Rollout
 from .shared_state import create_server_dir
 from .sharing import MasterModels
@@ -87,53 +83,23 @@ def environ_config() -> Config:
 
 def check_configuration(log: Any) -> None:
     """Validate settings, model folders and model options in the master, importing no
-    framework (plugins' manifests only).
+    framework (plugins' manifests only; :func:`flask_predict.startup.check_models`).
 
-    Raises ``SystemExit`` with the problem, which stops gunicorn before it forks workers.
+    Logs the problem in one line and raises ``SystemExit``, which stops gunicorn before it
+    forks workers.
     """
     try:
         settings = read_settings(environ_config())
-        check_models(settings)
+        startup.check_models(settings.models, settings.exit_on_load_error)
         if settings.grpc_port is not None:
             check_grpc_installed()
         if tracing.wanted(settings.tracing):
             tracing.check_installed()  # without importing it: the workers build exporters
         if not settings.models:
-            log.warning("flask_predict: no model configured (set FLASK_PREDICT_MODELS, "
-                        "FLASK_PREDICT_MODEL_CONFIG_FILE or MODEL_NAME)")
+            log.warning("flask_predict: %s", startup.NO_MODEL)
     except ConfigError as exc:
         log.error("flask_predict: configuration error: %s", exc.message)
-        raise SystemExit(f"flask_predict: configuration error: {exc.message}")
-
-
-def check_models(settings: Settings) -> None:
-    """Each model: a known plugin, a version folder, only options its plugin takes."""
-    plugins = installed_names()
-    found = manifests()
-    for spec in settings.models:
-        if spec.predictor is not None and spec.predictor not in plugins:
-            raise ConfigError(f"model {spec.name!r}: no predictor {spec.predictor!r}"
-                              f"{did_you_mean(spec.predictor, plugins)}; installed: {plugins}")
-        versions = version_folders(spec.base_path)
-        if not versions:
-            raise ConfigError(f"model {spec.name!r}: no numbered version folder in "
-                              f"{spec.base_path!r}")
-        predictor = spec.predictor or detect_predictor(
-            version_path(spec.base_path, max(versions)), spec.options, found)
-        try:
-            check_options(spec.name, predictor, spec.options, found)
-        except ConfigError as exc:
-            raise ConfigError(_hint_model_keys(exc.message, spec.options)) from None
-
-
-def _hint_model_keys(message: str, options: Iterable[str]) -> str:
-    """A misspelt model key (``version_polcy``) reaches the plugin as an option: point at
-    the key it resembles instead."""
-    for option in options:
-        hint = did_you_mean(option, MODEL_KEYS)
-        if f"{option!r}" in message and hint:
-            return message.split("; did you mean")[0] + hint
-    return message
+        raise SystemExit(1)  # the line above says why; a message here would print it twice
 
 
 def assign_worker_index(arbiter: Any, worker: Any) -> int:
@@ -154,6 +120,55 @@ def worker_started(worker: Any) -> None:
     # SIGALRM and ITIMER_REAL are the server's own here: predictor time limits keep one
     # timer armed instead of arming one per call
     deadline.keep_timer_armed()
+    # a model that does not load at the server's start stops the server
+    startup.stop_with(stop_starting_server)
+
+
+STARTED = "started"
+"""A file in the shared state folder once a worker has passed the start-up rule: from then
+on a worker (a respawned one) that cannot load a model goes on with the others."""
+START_FAILED = "start-failed"
+"""Created by the one worker that logs why the server does not start."""
+WORKER_BOOT_ERROR = 3
+"""The exit status with which gunicorn's master halts the server ("Worker failed to boot")
+instead of starting another worker."""
+
+
+def stop_starting_server(line: str) -> None:
+    """The start-up rule's stop in a worker (:func:`flask_predict.startup.stop`): the first
+    worker to get here logs *line* and exits with the status that halts gunicorn, which
+    stops the others (they wait, not ready, saying nothing: one line for the server). After
+    the server has started, the line is logged and the worker goes on with the others."""
+    folder = os.environ.get(STATE_DIR_VARIABLE)
+    log = logging.getLogger(__name__)
+    if folder and os.path.exists(os.path.join(folder, STARTED)):
+        log.error("%s; the server started before: this worker goes on with the others", line)
+        return
+    if folder and not _claim(os.path.join(folder, START_FAILED)):
+        return  # another worker said it and is halting the server
+    log.error("%s", line)
+    for handler in logging.getLogger("flask_predict").handlers:
+        handler.flush()
+    os._exit(WORKER_BOOT_ERROR)
+
+
+def _claim(path: str) -> bool:
+    """Create *path*; ``False`` when another process did first."""
+    try:
+        os.close(os.open(path, os.O_CREAT | os.O_EXCL | os.O_WRONLY))
+    except FileExistsError:
+        return False
+    except OSError:
+        return True
+    return True
+
+
+def mark_started() -> None:
+    """This worker passed the start-up rule: the server has started."""
+    folder = os.environ.get(STATE_DIR_VARIABLE)
+    if folder:
+        with open(os.path.join(folder, STARTED), "ab"):
+            pass
 
 
 def worker_loaded(app: Any, worker: Any) -> None:
@@ -169,6 +184,7 @@ def worker_loaded(app: Any, worker: Any) -> None:
     control = state.service.control
     if marks is not None:
         state.service.ready_checks.append(marks.all_ready)
+    control.after_first_load(mark_started)  # after the start-up rule, which init_app added
     control.after_first_load(lambda: runtime.settle_process(threads))
     if marks is not None:
         control.after_each_poll(lambda: marks.mark(pid, control.loaded))
@@ -192,6 +208,10 @@ def server_starting(arbiter: Any) -> None:
     # counts restart with the server, as every Prometheus counter may
     prepare_directory(share_metrics_dir())
     os.environ[SERVER_WORKERS_VARIABLE] = str(arbiter.num_workers)
+    folder = share_state_dir()
+    for name in (STARTED, START_FAILED):  # a folder set by the user outlives a server
+        if os.path.exists(os.path.join(folder, name)):
+            os.unlink(os.path.join(folder, name))
     marks = ready_marks()
     if marks is not None:
         marks.clear()
@@ -215,6 +235,11 @@ def share_models(arbiter: Any) -> None:
                           settings.model_config_file, settings.poll_seconds,
                           state_dir=os.environ.get(STATE_DIR_VARIABLE))
     models.load()
+    try:  # the start-up rule, for what the master loaded: it halts before any worker starts
+        startup.check_first_load(models.repository.models(), settings.exit_on_load_error)
+    except startup.StartFailed as exc:
+        arbiter.log.error("%s", exc.message)
+        raise SystemExit(WORKER_BOOT_ERROR)
     logging.getLogger(__name__).info("flask_predict: shared models loaded in the master in "
                                      "%.2fs", time.perf_counter() - started)
     marks = ready_marks()

@@ -32,6 +32,7 @@ from .record import RequestRecord, current_request
 from .repository import ModelRepository
 from .served import LoadedVersion, ServedModel
 from .shared_state import StateDir
+from .startup import NO_MODEL
 from .types import Classification, Example, InferenceRequest, InferenceResponse, Tensor
 
 if TYPE_CHECKING:
@@ -66,9 +67,16 @@ class ModelService:
 
     @property
     def ready(self) -> bool:
-        """Every configured model has a version loaded in this worker, and every added
-        readiness check passes."""
-        return self.repository.ready and all(check() for check in self.ready_checks)
+        """A model is configured, every configured model has a version loaded in this worker
+        (see :attr:`ModelRepository.ready`), and every added readiness check passes."""
+        return (self.control.configured_any and self.repository.ready
+                and all(check() for check in self.ready_checks))
+
+    def check_configured(self) -> None:
+        """Raise :class:`ModelNotReady` (503) naming how to configure a model when none is:
+        what every protocol's readiness answers then."""
+        if not self.control.configured_any:
+            raise ModelNotReady(NO_MODEL)
 
     @property
     def online(self) -> bool:

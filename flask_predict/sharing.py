@@ -99,7 +99,7 @@ class FailureBoard:
         self.path = Path(path)
 
     def write(self, failed: Mapping[str, Mapping[int, VersionStatus]]) -> None:
-        data = {name: [[v, s.error, s.stamp] for v, s in sorted(versions.items())]
+        data = {name: [[v, s.error, s.cause, s.stamp] for v, s in sorted(versions.items())]
                 for name, versions in failed.items() if versions}
         fd, temp = tempfile.mkstemp(dir=self.path.parent, prefix=".failed-")
         with os.fdopen(fd, "w") as file:
@@ -110,8 +110,8 @@ class FailureBoard:
         try:
             data = json.loads(self.path.read_bytes())
             return {name: {int(v): VersionStatus(int(v), "END", error=str(error),
-                                                 stamp=float(stamp))
-                           for v, error, stamp in entries}
+                                                 cause=str(cause), stamp=float(stamp))
+                           for v, error, cause, stamp in entries}
                     for name, entries in data.items()}
         except (OSError, ValueError, TypeError, AttributeError):
             return {}

@@ -37,16 +37,22 @@ def build_parser(environ: Mapping[str, str] = os.environ) -> argparse.ArgumentPa
     serve.add_arguments(serving, environ)
 
     checking = commands.add_parser(
-        "check", allow_abbrev=False, help="load a model version folder and describe it",
-        description="Say which plugin takes a version folder, whether it loads, and its "
-                    "metadata, without starting a server. DIR may be a model's base path: "
-                    "every numbered version under it is checked.")
-    checking.add_argument("dir", metavar="DIR")
+        "check", allow_abbrev=False, help="load models as serve would and describe them",
+        description="Load a model as `flask-predict serve` would, with its rules, and say "
+                    "which plugin takes each version, whether it loads, its metadata, and "
+                    "whether serve would start, without starting a server. PATH is a "
+                    "model's base path (its numbered version folders beneath, as "
+                    "--model_base_path) or a model config file (as --model_config_file).")
+    checking.add_argument("path", metavar="PATH", nargs="?")
+    checking.add_argument("--model_config_file", metavar="FILE",
+                          help="a model config file, as serve's (instead of PATH)")
+    checking.add_argument("--model_name", metavar="NAME",
+                          help="the model's name (default: the folder's name)")
     checking.add_argument("--predictor", metavar="NAME",
                           help="the plugin to use (default: detected from the files)")
     checking.add_argument("--option", action="append", metavar="KEY=VALUE",
-                          help="an option for the plugin's from_path, as in the model "
-                               "config (e.g. class=predictor.MyPredictor); repeatable")
+                          help="a setting of the model, as in the model config "
+                               "(e.g. class=predictor.MyPredictor); repeatable")
     checking.add_argument("--json", action="store_true", help="print JSON")
 
     predicting = commands.add_parser(
@@ -77,13 +83,16 @@ def main(argv: Sequence[str] | None = None) -> int:
             parser.exit(2, f"flask-predict serve: error: {exc}\n")
         serve.exec_server(command, env)
     if args.command == "check":
+        path = args.model_config_file or args.path
         try:
             options = check.parse_options(args.option)
+            if (args.model_config_file is None) == (args.path is None):
+                raise ValueError("give PATH or --model_config_file (one of them)")
         except ValueError as exc:
             parser.exit(2, f"flask-predict check: error: {exc}\n")
-        results = check.check_path(args.dir, args.predictor, options)
-        print(check.as_json(results) if args.json else check.render(results))
-        return 0 if all(result.loaded for result in results) else 1
+        report = check.check(path, args.predictor, options, args.model_name)
+        print(check.as_json(report) if args.json else check.render(report))
+        return 0 if report.ok else 1
     if args.command == "predict":
         return predict(parser, args)
     from ..demo import write_demo

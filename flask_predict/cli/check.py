@@ -1,35 +1,43 @@
-"""``flask-predict check DIR``: which plugin takes a version folder, whether it loads, and
-what it says about itself, without starting a server.
+"""``flask-predict check PATH``: whether ``flask-predict serve`` would load a model, and what
+each version says about itself, without starting a server.
 
-*DIR* is a version folder (``models/iris/1``) or a model's base path (``models/iris``), in
-which case every numbered version is checked.
+*PATH* is what ``serve`` takes: a model's base path (its numbered version folders beneath,
+as ``--model_base_path``) or a model config file (``--model_config_file``). The check runs
+``serve``'s own loading rules, nothing of its own: the model configuration read as the
+server reads it (:func:`flask_predict.model_config.load_models`), the master's check
+(:func:`flask_predict.startup.check_models`), a worker's first load
+(:meth:`flask_predict.repository.ModelRepository.sync`, warm-up included) and the start-up
+rule (:func:`flask_predict.startup.failures`). So it agrees with ``serve`` on every folder.
 """
 
 from __future__ import annotations
 
 import json
 import os
-import time
 from dataclasses import dataclass, field
 from typing import Any, Callable, Mapping
 
 from ..artifacts import version_folders, version_path
-from ..errors import PredictError
-from ..plugins import (check_options, detect_predictor, installed_names, load_predictor_class,
-                       manifests)
+from ..errors import ConfigError
+from ..model_config import load_models
+from ..plugins import installed_names, load_predictor_class
 from ..predictor import Predictor
-from ..types import ModelMetadata, TensorSpec
+from ..repository import ModelRepository, plugin_for
+from ..served import ServedModel
+from ..startup import check_models, failures
+from ..types import ModelMetadata, ModelSpec, TensorSpec
 
 PredictorLookup = Callable[[str], "type[Predictor]"]
 
 
 @dataclass
 class VersionCheck:
-    """What checking one version folder found."""
+    """What checking one version folder (or one model, when it has none) found."""
 
+    model: str
     path: str
     predictor: str | None = None
-    """The plugin that takes the folder; ``None`` when none could be chosen."""
+    """The plugin that loads the folder; ``None`` when none could be chosen."""
     predictor_class: str | None = None
     loaded: bool = False
     seconds: float = 0.0
@@ -37,43 +45,108 @@ class VersionCheck:
     metadata: dict[str, Any] = field(default_factory=dict)
 
 
-def check_path(path: str, predictor: str | None = None,
-               options: Mapping[str, Any] | None = None,
-               lookup: PredictorLookup = load_predictor_class) -> list[VersionCheck]:
-    """Check the version folder *path*, or every numbered version under it."""
-    if not os.path.isdir(path):
-        return [VersionCheck(os.path.abspath(path), error="not a directory")]
-    versions = sorted(version_folders(path))
-    folders = [version_path(path, v) for v in versions] if versions else [path]
-    return [check_version(os.path.abspath(folder), predictor, options or {}, lookup)
-            for folder in folders]
+@dataclass
+class Report:
+    """Every model's versions as ``serve`` would load them, and whether it would start."""
+
+    versions: list[VersionCheck] = field(default_factory=list)
+    not_served: dict[str, list[int]] = field(default_factory=dict)
+    """Versions on disk that the version policy leaves out, by model."""
+    stop: str | None = None
+    """Why ``serve`` would not start (its one line); ``None`` when it would."""
+
+    @property
+    def ok(self) -> bool:
+        return self.stop is None
 
 
-def check_version(folder: str, predictor: str | None, options: Mapping[str, Any],
-                  lookup: PredictorLookup) -> VersionCheck:
-    """Choose the plugin for *folder* (as a server would: plugins' manifests), check the
-    options against it, load it, read its metadata, release it."""
-    result = VersionCheck(folder)
-    loaded: Predictor | None = None
+def read_specs(path: str, predictor: str | None = None, options: Mapping[str, Any] | None = None,
+               name: str | None = None) -> tuple[ModelSpec, ...]:
+    """The models ``serve --model_base_path PATH`` (a folder) or ``serve
+    --model_config_file PATH`` (a file) would serve, read as it reads them."""
+    if os.path.isfile(path):
+        if predictor is not None or options:
+            raise ConfigError("--predictor and --option go with a model folder; a model config "
+                              "file names its models' settings itself")
+        return load_models(None, os.path.abspath(path))
+    entry: dict[str, Any] = {"base_path": os.path.abspath(path), **(options or {})}
+    if predictor is not None:
+        entry["predictor"] = predictor
+    model = name or os.path.basename(os.path.normpath(os.path.abspath(path))) or "default"
+    return load_models({model: entry}, None)
+
+
+def check(path: str, predictor: str | None = None, options: Mapping[str, Any] | None = None,
+          name: str | None = None, lookup: PredictorLookup = load_predictor_class) -> Report:
+    """Check what ``serve`` would do with *path* (see :func:`read_specs`)."""
     try:
-        found = manifests()
-        result.predictor = predictor or detect_predictor(folder, options, found)
-        check_options(os.path.basename(folder), result.predictor, options, found)
-        cls = lookup(result.predictor)
-        result.predictor_class = f"{cls.__module__}:{cls.__qualname__}"
-        start = time.perf_counter()
-        loaded = cls.from_path(folder, **options)
-        result.metadata = describe(loaded.metadata())
-        result.seconds = time.perf_counter() - start
-        result.loaded = True
-    except PredictError as exc:
-        result.error = exc.message
-    except Exception as exc:  # a broken artifact raises anything: report it, go on
-        result.error = f"{type(exc).__name__}: {exc}"
+        specs = read_specs(path, predictor, options, name)
+    except ConfigError as exc:
+        return Report([VersionCheck(name or "-", os.path.abspath(path), error=exc.message)],
+                      stop=exc.message)
+    return check_specs(specs, lookup)
+
+
+def check_specs(specs: tuple[ModelSpec, ...],
+                lookup: PredictorLookup = load_predictor_class) -> Report:
+    """The master's check of each model, then one first load of those that pass it, then the
+    start-up rule: ``serve``'s steps, reported version by version."""
+    report = Report()
+    refused: list[str] = []
+    passed: list[ModelSpec] = []
+    for spec in specs:
+        try:
+            check_models([spec])
+        except ConfigError as exc:
+            report.versions.append(VersionCheck(spec.name, spec.base_path, error=exc.message))
+            refused.append(exc.message)
+            continue
+        passed.append(spec)
+    seconds: dict[tuple[str, int], float] = {}
+
+    def told(event: str, model: str, version: int, took: float) -> None:
+        seconds[(model, version)] = took
+
+    repository = ModelRepository(lookup, told)
+    try:
+        repository.sync(passed)
+        for served in repository.models():
+            report.versions.extend(_versions(served, seconds))
+            on_disk = _on_disk(served)
+            left = sorted(set(on_disk) - set(served.statuses))
+            if left:
+                report.not_served[served.name] = left
+        found = failures(repository.models())
     finally:
-        if loaded is not None:
-            loaded.close()
-    return result
+        repository.close()
+    if refused:
+        report.stop = refused[0]
+    elif found:
+        report.stop = "; ".join(map(str, found))
+    return report
+
+
+def _on_disk(served: ServedModel) -> list[int]:
+    return sorted(version_folders(served.spec.base_path))
+
+
+def _versions(served: ServedModel, seconds: Mapping[tuple[str, int], float]
+              ) -> list[VersionCheck]:
+    found: list[VersionCheck] = []
+    for version, status in sorted(served.statuses.items()):
+        loaded = served.versions.get(version)
+        if loaded is None:
+            failed = [failure for failure in failures([served]) if failure.version == version]
+            path = failed[0].path if failed else served.spec.base_path
+            found.append(VersionCheck(served.name, path, error=status.cause or status.error))
+            continue
+        cls = type(loaded.predictor)
+        found.append(VersionCheck(
+            served.name, loaded.path, plugin_for(served.spec, loaded.path),
+            f"{cls.__module__}:{cls.__qualname__}", loaded=True,
+            seconds=seconds.get((served.name, version), 0.0),
+            metadata=describe(loaded.metadata)))
+    return found
 
 
 def describe(metadata: ModelMetadata) -> dict[str, Any]:
@@ -95,16 +168,26 @@ def _tensor(spec: TensorSpec) -> dict[str, Any]:
     return {"name": spec.name, "datatype": spec.datatype, "shape": shape}
 
 
-def render(checks: list[VersionCheck]) -> str:
-    """The human-readable report."""
+def _has_routine(path: str) -> bool:
+    """A ``predictor.py`` in the version folder *path*, or in a version folder under it."""
+    folders = [path, *(version_path(path, v) for v in version_folders(path))]
+    return any(os.path.isfile(os.path.join(folder, "predictor.py")) for folder in folders)
+
+
+def render(report: Report) -> str:
+    """The human-readable report, ending with what ``serve`` would do."""
     lines = []
-    for check in checks:
-        lines.append(check.path)
+    for check in report.versions:
+        lines.append(f"{check.path}  (model {check.model!r})")
         if check.predictor is not None:
             lines.append(f"  plugin:     {check.predictor} ({check.predictor_class or '?'})")
+        if check.predictor != "custom" and _has_routine(check.path):
+            lines.append("  note:       predictor.py serves as a custom prediction routine only "
+                         "when the model's settings name its class (\"predictor\": \"custom\", "
+                         "\"class\": \"predictor.MyClass\"): check the model config file")
         if not check.loaded:
             lines.append(f"  loads:      no: {check.error}")
-            if check.predictor is not None and check.predictor_class is None:
+            if check.error and "no predictor" in check.error:
                 lines.append(f"  installed plugins: {', '.join(installed_names()) or 'none'}")
             continue
         meta = check.metadata
@@ -122,15 +205,24 @@ def render(checks: list[VersionCheck]) -> str:
             if len(text) > 100:
                 text = text[:96] + " ..."  # the whole value is in --json
             lines.append(f"  {key}: {text}")
+    for model, versions in report.not_served.items():
+        lines.append(f"model {model!r}: versions {versions} are on disk, not served by its "
+                     "version policy (not loaded)")
+    lines.append("serve: starts" if report.ok else f"serve: does not start: {report.stop}")
     return "\n".join(lines)
 
 
-def as_json(checks: list[VersionCheck]) -> str:
-    """The report as a JSON document (one object per version folder)."""
-    return json.dumps([{
-        "path": c.path, "predictor": c.predictor, "predictor_class": c.predictor_class,
-        "loaded": c.loaded, "error": c.error, "metadata": c.metadata or None,
-    } for c in checks], indent=2)
+def as_json(report: Report) -> str:
+    """The report as a JSON document: one object per version folder, and the verdict."""
+    return json.dumps({
+        "versions": [{
+            "model": c.model, "path": c.path, "predictor": c.predictor,
+            "predictor_class": c.predictor_class, "loaded": c.loaded, "error": c.error,
+            "metadata": c.metadata or None,
+        } for c in report.versions],
+        "not_served": report.not_served,
+        "starts": report.ok, "stop": report.stop,
+    }, indent=2)
 
 
 def parse_options(pairs: list[str] | None) -> dict[str, Any]:

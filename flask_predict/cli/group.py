@@ -31,21 +31,22 @@ def models() -> None:
 
 
 @predict_group.command("check", with_appcontext=False)
-@click.argument("directory", type=click.Path(file_okay=False))
+@click.argument("path", type=click.Path())
+@click.option("--model_name", help="The model's name (default: the folder's name).")
 @click.option("--predictor", help="The plugin to use (default: detected from the files).")
 @click.option("--option", "options", multiple=True, metavar="KEY=VALUE",
-              help="An option for the plugin's from_path, as in the model config.")
+              help="A setting of the model, as in the model config.")
 @click.option("--json", "as_json", is_flag=True, help="Print JSON.")
-def check(directory: str, predictor: str | None, options: tuple[str, ...],
+def check(path: str, model_name: str | None, predictor: str | None, options: tuple[str, ...],
           as_json: bool) -> None:
-    """Say which plugin takes a version folder, whether it loads, and its metadata."""
+    """Load a model base path or a model config file as the server would, and describe it."""
     try:
         parsed = checking.parse_options(list(options))
     except ValueError as exc:
         raise click.UsageError(str(exc))
-    results = checking.check_path(directory, predictor, parsed)
-    click.echo(checking.as_json(results) if as_json else checking.render(results))
-    if not all(result.loaded for result in results):
+    report = checking.check(path, predictor, parsed, model_name)
+    click.echo(checking.as_json(report) if as_json else checking.render(report))
+    if not report.ok:
         raise click.exceptions.Exit(1)
 
 

@@ -16,6 +16,7 @@ from flask import Flask
 
 from flask_predict.cli import build_parser, main
 from flask_predict.cli.serve import server_command
+from tests import models
 
 
 def command_for(*flags: str, **environ: str) -> tuple[list[str], dict[str, str]]:
@@ -146,12 +147,15 @@ def test_check_reports_plugin_loading_and_metadata(
         capsys: pytest.CaptureFixture[str], model_root: Path) -> None:
     status, out, _ = run_main(capsys, "check", str(model_root / "iris"))
     assert status == 0
-    assert f"{model_root / 'iris' / '1'}\n  plugin:     sklearn " \
+    assert f"{model_root / 'iris' / '1'}  (model 'iris')\n  plugin:     sklearn " \
            "(flask_predict_sklearn.predictor:SklearnPredictor)\n  loads:      yes" in out
     assert "input   inputs: FP64 [-1, 4]" in out and "output  predict: INT64 [-1]" in out
-    status, out, _ = run_main(capsys, "check", str(model_root / "xgb" / "1"), "--json")
-    (found,) = json.loads(out)
-    assert status == 0 and found["predictor"] == "xgboost" and found["loaded"]
+    assert out.endswith("serve: starts\n")
+    status, out, _ = run_main(capsys, "check", str(model_root / "xgb"), "--json")
+    report = json.loads(out)
+    (found,) = report["versions"]
+    assert status == 0 and report["starts"] and report["stop"] is None
+    assert found["predictor"] == "xgboost" and found["loaded"] and found["model"] == "xgb"
     assert found["metadata"]["platform"] == "xgboost"
     assert found["metadata"]["signatures"]["serving_default"]["inputs"] == [
         {"name": "inputs", "datatype": "FP32", "shape": [-1, 4]}]
@@ -169,16 +173,47 @@ def test_check_custom_routine_with_its_options(capsys: pytest.CaptureFixture[str
     assert status == 1 and "loads:      no: TypeError: predictor.Nope cannot be found" in out
 
 
+def test_check_reads_model_config_files(capsys: pytest.CaptureFixture[str], tmp_path: Path,
+                                        model_config: dict[str, Any]) -> None:
+    config = tmp_path / "models.json"
+    config.write_text(json.dumps({"models": model_config}))
+    for args in ([str(config)], ["--model_config_file", str(config)]):
+        status, out, _ = run_main(capsys, "check", *args, "--json")
+        report = json.loads(out)
+        assert status == 0 and report["starts"]
+        assert {v["model"]: v["predictor"] for v in report["versions"]} == {
+            "iris": "sklearn", "xgb": "xgboost", "echo": "custom"}
+    status, _, err = run_main(capsys, "check", str(config), "--predictor", "sklearn")
+    assert status == 1
+    status, _, err = run_main(capsys, "check")
+    assert status == 2 and "give PATH or --model_config_file" in err
+
+
 def test_check_failures(capsys: pytest.CaptureFixture[str], tmp_path: Path,
                         model_root: Path) -> None:
     (tmp_path / "7").mkdir()
     (tmp_path / "7" / "model.joblib").write_bytes(b"not a pickle")
     status, out, _ = run_main(capsys, "check", str(tmp_path))
-    assert status == 1 and f"{tmp_path / '7'}\n" in out and "loads:      no:" in out
+    assert status == 1 and "loads:      no:" in out and "is not a readable pickle" in out
+    assert "serve: does not start: " in out
     status, out, _ = run_main(capsys, "check", str(model_root / "iris"), "--predictor", "nope")
     assert status == 1 and "no predictor 'nope'" in out and "installed plugins:" in out
     status, out, _ = run_main(capsys, "check", str(tmp_path / "missing"))
-    assert status == 1 and "not a directory" in out
+    assert status == 1 and "is not a directory" in out
+    # a version folder is not a model's base path: serve refuses it, and so does check
+    status, out, _ = run_main(capsys, "check", str(model_root / "iris" / "1"))
+    assert status == 1 and "no numbered version folder" in out
+    assert f"looks like a version folder: use its parent, '{model_root / 'iris'}'" in out
+
+
+def test_check_leaves_out_what_the_version_policy_does(capsys: pytest.CaptureFixture[str],
+                                                       tmp_path: Path) -> None:
+    base = models.train_iris(tmp_path / "iris")
+    models.train_iris(base, version=2)
+    (base / "1" / "model.joblib").write_bytes(b"broken, but not served")
+    status, out, _ = run_main(capsys, "check", str(base))
+    assert status == 0 and f"{base / '2'}  (model 'iris')" in out
+    assert "model 'iris': versions [1] are on disk, not served by its version policy" in out
 
 
 # --- demo and the Flask command group ---------------------------------------------------------
@@ -195,10 +230,9 @@ def test_demo_writes_a_model_per_installed_framework_and_each_loads(
     except ImportError:
         assert "half_plus_two: skipped (" in out
     assert set(config) == expected
-    for name, settings in config.items():
-        options = [f"--option=class={settings['class']}"] if "class" in settings else []
-        status, out, _ = run_main(capsys, "check", str(tmp_path / name), *options, "--json")
-        assert status == 0, out
+    status, out, _ = run_main(capsys, "check", str(tmp_path / "models.json"), "--json")
+    assert status == 0, out
+    assert {version["model"] for version in json.loads(out)["versions"]} == set(config)
     # a second run keeps what is there and writes the same config
     run_main(capsys, "demo", str(tmp_path))
     assert json.loads((tmp_path / "models.json").read_text())["models"] == config
@@ -215,7 +249,8 @@ def test_flask_command_group(make_app: Any, model_config: dict[str, Any],
                for line in lines), lines
     assert len(lines) == 3
     checked = runner.invoke(args=["predict", "check", str(model_root / "xgb"), "--json"])
-    assert checked.exit_code == 0 and json.loads(checked.output)[0]["predictor"] == "xgboost"
+    assert checked.exit_code == 0, checked.output
+    assert json.loads(checked.output)["versions"][0]["predictor"] == "xgboost"
     failed = runner.invoke(args=["predict", "check", str(model_root / "echo"), "--option",
                                  "class=predictor.Nope"])
     assert failed.exit_code == 1

@@ -96,6 +96,36 @@ def test_broken_artifact_fails_at_boot(tmp_path: Path) -> None:
         FlaskPredict(app)
 
 
+def test_serving_the_rest_when_asked(tmp_path: Path, model_root: Path) -> None:
+    """PREDICT_EXIT_ON_LOAD_ERROR false: the models that loaded serve, readiness leaves the
+    broken one out, and its status says "failed to load" without the cause."""
+    (tmp_path / "m" / "1").mkdir(parents=True)
+    (tmp_path / "m" / "1" / "model.joblib").write_bytes(b"not a pickle")
+    app = Flask("rest")
+    app.config["PREDICT_MODELS"] = {"m": {"base_path": str(tmp_path / "m"),
+                                          "predictor": "sklearn"},
+                                    "iris": {"base_path": str(model_root / "iris")}}
+    app.config["PREDICT_EXIT_ON_LOAD_ERROR"] = False
+    FlaskPredict(app)
+    client = app.test_client()
+    assert client.get("/v2/health/ready").status_code == 200
+    assert client.get("/v2/models/m/ready").status_code == 400
+    status = client.get("/v1/models/m").get_json()["model_version_status"][0]["status"]
+    assert status["error_message"] == "failed to load; the server's log has the cause"
+
+
+def test_no_model_configured_is_not_ready(make_app: Any) -> None:
+    client = make_app({}).test_client()
+    assert client.get("/v2/health/live").status_code == 200
+    answer = client.get("/v2/health/ready")
+    assert answer.status_code == 503
+    message = answer.get_json()["error"]
+    assert message.startswith("no model is configured: serve one with `flask-predict serve "
+                              "--model_name NAME --model_base_path DIR`")
+    grps = client.get("/grps/v1/health/ready")
+    assert grps.status_code == 503 and grps.get_json()["status"]["msg"] == message
+
+
 def test_unknown_option_fails_at_boot(model_root: Path) -> None:
     app = Flask("boot")
     app.config["PREDICT_MODELS"] = {"iris": {"base_path": str(model_root / "iris"),

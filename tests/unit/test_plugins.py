@@ -71,3 +71,57 @@ def test_predictor_must_override_a_door() -> None:
             @classmethod
             def from_path(cls, model_dir: str, **options: Any) -> Empty:
                 return cls()
+
+
+# --- a recognised artifact without its plugin names the package to install ----------------
+
+def test_a_bundled_plugin_that_is_missing_names_its_extra(monkeypatch: pytest.MonkeyPatch
+                                                           ) -> None:
+    monkeypatch.setattr(plugins, "entry_points",
+                        fake_entry_points(("doubler", f"{__name__}:Doubler")))
+    with pytest.raises(PredictorNotFound) as caught:
+        plugins.load_predictor_class("xgboost")
+    assert caught.value.message.endswith(
+        '; install it: pip install "flask-predict[xgboost]"')
+    with pytest.raises(PredictorNotFound) as caught:
+        plugins.load_predictor_class("onnx")  # not one of ours: no extra to name
+    assert "pip install" not in caught.value.message
+
+
+def detecting(*names: str) -> dict[str, plugins.Manifest]:
+    """Manifests of installed plugins *names* that recognise nothing here."""
+    return {name: plugins.Manifest(detect=lambda folder, options: 0.0) for name in names}
+
+
+@pytest.mark.parametrize("files, plugin", [
+    ({"saved_model.pb": b"\x08\x01"}, "tensorflow"),
+    ({"saved_model.pbtxt": b"saved_model_schema_version: 1"}, "tensorflow"),
+    ({"model.json": b"{}"}, "xgboost"),
+    ({"model.ubj": b"{"}, "xgboost"),
+    ({"model.bst": b"binf"}, "xgboost"),
+    ({"model.pkl": b"\x80\x04\x95\x10\x00\x00\x00\x00\x00\x00\x00\x8c\x07sklearn\x94."},
+     "sklearn"),
+])
+def test_a_recognised_artifact_names_the_plugin_to_install(
+        tmp_path: Any, files: dict[str, bytes], plugin: str) -> None:
+    for name, data in files.items():
+        (tmp_path / name).write_bytes(data)
+    others = detecting(*(p for p in plugins.BUNDLED if p != plugin))
+    with pytest.raises(ConfigError) as caught:
+        plugins.detect_predictor(str(tmp_path), {}, others)
+    assert caught.value.message == (
+        f"{str(tmp_path)!r} holds {next(iter(files))}, which the {plugin!r} plugin loads, and "
+        f'it is not installed; install it: pip install "flask-predict[{plugin}]"')
+    # installed, it is simply asked (here it declines: the usual message)
+    with pytest.raises(ConfigError, match="no installed plugin recognises"):
+        plugins.detect_predictor(str(tmp_path), {}, detecting(*plugins.BUNDLED))
+
+
+def test_a_pickled_xgboost_model_names_xgboost(tmp_path: Any) -> None:
+    import pickle
+
+    import xgboost
+
+    (tmp_path / "model.joblib").write_bytes(pickle.dumps(xgboost.XGBClassifier()))
+    with pytest.raises(ConfigError, match=r'pip install "flask-predict\[xgboost\]"'):
+        plugins.detect_predictor(str(tmp_path), {}, detecting("sklearn"))

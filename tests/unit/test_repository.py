@@ -16,6 +16,8 @@ from flask_predict import ConfigError, ModelNotFound, ModelNotReady, Predictor
 from flask_predict.plugins import load_predictor_class
 from flask_predict.artifacts import tree_stamp, version_folders
 from flask_predict.repository import ModelRepository
+from flask_predict.served import FAILED_TO_LOAD
+from flask_predict.startup import StartFailed
 from flask_predict.types import ModelSpec, VersionPolicy
 from tests import models
 
@@ -131,9 +133,13 @@ def test_broken_version_keeps_the_served_one_and_is_logged_once(
     assert answer(repository) == 1.0
     failed = repository.model("m").statuses[2]
     assert failed.state == "END"
-    assert "version 2 failed to load: RuntimeError: this version is broken" in failed.error
+    assert failed.error == FAILED_TO_LOAD  # what a client reads; the cause is the log's
+    assert failed.cause == "RuntimeError: this version is broken"
     assert repository.model("m").statuses[1].state == "AVAILABLE"
-    assert len([r for r in caplog.records if "version 2 failed" in r.getMessage()]) == 1
+    [line] = [r.getMessage() for r in caplog.records if "version 2 failed" in r.getMessage()]
+    assert line == (f"flask_predict: model 'm' version 2 failed to load from {tmp_path / '2'}: "
+                    "RuntimeError: this version is broken (after 0.00s); the versions served "
+                    "stay")
     assert repository.ready
 
 
@@ -152,12 +158,17 @@ def test_failed_version_is_tried_again_when_its_files_change(tmp_path: Path) -> 
     assert repository.model("m").statuses[2].error == ""
 
 
-def test_strict_load_raises_config_error(tmp_path: Path) -> None:
+def test_load_applies_the_start_up_rule(tmp_path: Path) -> None:
     write_version(tmp_path, 1, "raise")
-    with pytest.raises(ConfigError, match="version 1 failed to load: RuntimeError"):
+    with pytest.raises(StartFailed) as failed:
         ModelRepository.load([spec(tmp_path)], lookup)
+    assert failed.value.message == (
+        f"flask_predict: not starting: model 'm' version 1 failed to load from "
+        f"{tmp_path / '1'}: RuntimeError: this version is broken")
     with pytest.raises(ConfigError, match="no numbered version folder"):
         ModelRepository.load([spec(tmp_path / "1")], lookup)
+    served = ModelRepository.load([spec(tmp_path)], lookup, exit_on_error=False)
+    assert served.model("m").statuses[1].cause == "RuntimeError: this version is broken"
 
 
 def test_only_numeric_folders_count(tmp_path: Path) -> None:
@@ -263,8 +274,11 @@ def test_readiness(tmp_path: Path) -> None:
     assert not repository.model("broken").ready
     with pytest.raises(ModelNotReady):
         repository.get("broken")
-    assert "RuntimeError" in repository.model("broken").statuses[1].error
-
+    assert "RuntimeError" in repository.model("broken").statuses[1].cause
+    repository.serve_the_rest = True  # PREDICT_EXIT_ON_LOAD_ERROR false: the others serve
+    assert repository.ready
+    repository.sync([spec(tmp_path / "broken", "broken")])
+    assert not repository.ready  # but not nothing at all
 
 def test_loading_status_and_old_version_serve_during_a_load(tmp_path: Path) -> None:
     write_version(tmp_path, 1, "1")
@@ -333,7 +347,7 @@ def test_real_sklearn_versions(tmp_path: Path) -> None:
     (base / "3" / "model.joblib").write_bytes(b"not a pickle")
     repository.sync([iris])
     assert repository.get("iris").version == 2
-    assert "version 3 failed to load" in repository.model("iris").statuses[3].error
+    assert "not a readable pickle" in repository.model("iris").statuses[3].cause
     features = np.asarray([[5.1, 3.5, 1.4, 0.2]])
     assert repository.get("iris").predictor.predict_tensors({"inputs": features})[
         "predict"].tolist() == [0]

@@ -6,12 +6,8 @@ from pathlib import Path
 from types import SimpleNamespace
 from typing import Any
 
-import pytest
-
-from flask_predict import ConfigError
 from flask_predict.readiness import ReadyMarks
-from flask_predict.server import INDEX_ATTRIBUTE, assign_worker_index, check_models
-from flask_predict.config import read_settings
+from flask_predict.server import INDEX_ATTRIBUTE, assign_worker_index
 
 
 def test_a_respawned_worker_takes_the_index_its_dead_predecessor_freed() -> None:
@@ -42,28 +38,3 @@ def test_readiness_needs_as_many_ready_workers_as_the_server_runs(tmp_path: Path
     assert marks.all_ready()
     marks.clear()  # a server starting
     assert not marks.all_ready() and not marks.is_ready(103)
-
-
-def settings_for(tmp_path: Path, **entry: Any) -> Any:
-    (tmp_path / "m" / "1").mkdir(parents=True)
-    (tmp_path / "m" / "1" / "model.bst").write_bytes(b"")
-    return read_settings({"PREDICT_MODELS": {"m": {"base_path": str(tmp_path / "m"), **entry}}})
-
-
-@pytest.mark.parametrize("entry, message", [
-    ({"version_polcy": {"all": {}}}, "unknown setting 'version_polcy'; did you mean "
-                                     "'version_policy'?"),
-    ({"predicter": "xgboost"}, "unknown setting 'predicter'; did you mean 'predictor'?"),
-    ({"nthreads": 2}, "unknown setting 'nthreads'; did you mean 'nthread'?"),
-    ({"predictor": "xgbost"}, "no predictor 'xgbost'; did you mean 'xgboost'?"),
-])
-def test_typos_in_model_settings_stop_the_master_with_one_line(
-        tmp_path: Path, entry: dict[str, Any], message: str) -> None:
-    with pytest.raises(ConfigError) as info:
-        check_models(settings_for(tmp_path, **entry))
-    assert message in info.value.message
-    assert "\n" not in info.value.message
-
-
-def test_declared_options_pass(tmp_path: Path) -> None:
-    check_models(settings_for(tmp_path, nthread=2, outputs=["predict"]))

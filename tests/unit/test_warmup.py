@@ -144,7 +144,7 @@ def test_warmup_runs_before_a_version_is_served(tmp_path: Path) -> None:
     version(tmp_path, 2, [{"inputs": {"x": [-1]}}])  # its warm-up fails: a broken version
     repository.sync([spec])
     assert repository.get("r").version == 1
-    assert "warm-up request 0 failed: ValueError" in repository.model("r").statuses[2].error
+    assert "warm-up request 0 failed: ValueError" in repository.model("r").statuses[2].cause
 
 
 def test_sklearn_warmup_with_real_model(tmp_path: Path) -> None:

@@ -110,9 +110,7 @@ def vertex_health() -> ResponseReturnValue:
     """200 ``{}`` once this worker serves the deployed model (Vertex AI polls it); 503 with
     the reason before that, and when no model is configured."""
     state = request_state()
-    if not state.service.names():
-        raise ModelNotReady("no model is configured: set FLASK_PREDICT_MODELS, "
-                            "FLASK_PREDICT_MODEL_CONFIG_FILE, MODEL_NAME or AIP_STORAGE_URI")
+    state.service.check_configured()
     if not state.service.ready:
         raise ModelNotReady("models are still loading")
     try:

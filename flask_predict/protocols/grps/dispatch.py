@@ -10,7 +10,7 @@ from importlib.metadata import PackageNotFoundError, version as package_version
 from typing import TYPE_CHECKING, Any, Iterator
 
 from ... import limits
-from ...errors import InvalidInput, ModelNotFound
+from ...errors import InvalidInput, ModelNotFound, ModelNotReady
 from ...served import LoadedVersion, ServedModel
 from ...traffic import Samples
 from ...types import InferenceRequest, Tensor
@@ -40,6 +40,15 @@ def grps_state(state: PredictState) -> GrpsState:
 def is_ready(state: PredictState) -> bool:
     """grps readiness: the server is online and every model is loaded."""
     return state.service.online and state.service.ready
+
+
+def unready_reason(state: PredictState) -> str | None:
+    """Why the server is not ready (the message of its 503), or ``None`` when it is."""
+    try:
+        state.service.check_configured()
+    except ModelNotReady as exc:
+        return exc.message
+    return None if is_ready(state) else "Service Unavailable"
 
 
 # --- models -----------------------------------------------------------------------------------

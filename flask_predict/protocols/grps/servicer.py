@@ -83,9 +83,10 @@ class GrpsServicer:
         return self._ok()
 
     def CheckReadiness(self, request: Any) -> Any:
-        if dispatch.is_ready(self.state):
+        reason = dispatch.unready_reason(self.state)
+        if reason is None:
             return self._ok()
-        return to_message(wire.error_body(503, "Service Unavailable"))
+        return to_message(wire.error_body(503, reason))
 
     def ServerMetadata(self, request: Any) -> Any:
         try:

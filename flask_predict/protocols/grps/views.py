@@ -84,9 +84,10 @@ def live() -> ResponseReturnValue:
 
 @bp.route(f"{ROOT}/health/ready", methods=EITHER)
 def ready() -> ResponseReturnValue:
-    if dispatch.is_ready(request_state()):
+    reason = dispatch.unready_reason(request_state())
+    if reason is None:
         return ok()
-    return json_response(wire.error_body(503, "Service Unavailable"), 503)
+    return json_response(wire.error_body(503, reason), 503)
 
 
 # --- predict ----------------------------------------------------------------------------------

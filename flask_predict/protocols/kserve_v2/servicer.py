@@ -44,6 +44,7 @@ class InferenceServicer:
         return v2.ServerLiveResponse(live=True)
 
     def ServerReady(self, request: Any) -> Any:
+        self.service.check_configured()  # no model configured: UNAVAILABLE saying how
         return v2.ServerReadyResponse(ready=self.service.ready)
 
     def ModelReady(self, request: Any) -> Any:

@@ -52,7 +52,9 @@ def live() -> ResponseReturnValue:
 
 @bp.get("/v2/health/ready")
 def ready() -> ResponseReturnValue:
-    return _probe(request_state().service.ready)
+    service = request_state().service
+    service.check_configured()  # no model configured: 503 saying how to configure one
+    return _probe(service.ready)
 
 
 @bp.get("/v2/models/<model>/ready")

@@ -128,6 +128,6 @@ def test_warmup_replayed_before_the_version_is_served(tmp_path: Path,
     version_with_warmup(half_plus_two, tmp_path, 2, [predict_log({"nope": x})])
     repository.sync([spec])
     assert repository.get("half_plus_two").version == 1
-    error = repository.model("half_plus_two").statuses[2].error
+    error = repository.model("half_plus_two").statuses[2].cause
     assert "warm-up request 0 failed" in error and "Missing inputs: x" in error
     repository.close()
