@@ -13,6 +13,7 @@ from dataclasses import dataclass, field
 from typing import Any, Mapping
 
 from .access_log import access_log_format
+from .logs import log_format
 from .errors import ConfigError
 from .model_config import load_models, number_value, timeout_value
 from .payload_log import DEFAULTS as PAYLOAD_LOG_DEFAULTS
@@ -57,6 +58,8 @@ DEFAULTS: dict[str, Any] = {
     "PREDICT_METRICS": True,
     "PREDICT_METRICS_PATH": None,
     "PREDICT_ACCESS_LOG": "text",
+    "PREDICT_ACCESS_LOG_PROBES": False,
+    "PREDICT_LOG_FORMAT": None,
     "PREDICT_STATUS_PATH": None,
     "PREDICT_AUTH_TOKENS": None,
     "PREDICT_AUTH_TOKENS_FILE": None,
@@ -137,6 +140,10 @@ class Settings:
     """Where Prometheus scrapes them; ``None``: not served (embedded default)."""
     access_log: str | None
     """``"text"`` or ``"json"`` access-log lines, or ``None`` for none."""
+    access_log_probes: bool
+    """Whether health probes (the ``health`` verb) get access lines too."""
+    log_format: str
+    """``"text"`` or ``"json"``: every line of the standalone server's log."""
     status_path: str | None
     """Where the status page is served; ``None``: not served (embedded default)."""
     auth_tokens: tuple[str, ...]
@@ -197,6 +204,10 @@ def read_settings(config: Mapping[str, Any]) -> Settings:
 
     config_file = values["PREDICT_MODEL_CONFIG_FILE"]
     models = load_models(values["PREDICT_MODELS"], config_file)
+    access_log = access_log_format(values["PREDICT_ACCESS_LOG"])
+    lines = log_format(values["PREDICT_LOG_FORMAT"], access_log)
+    if access_log and lines == "json":  # one format in the server's one stream
+        access_log = "json"
     return Settings(
         models=models,
         protocols=tuple(protocols),
@@ -234,7 +245,9 @@ def read_settings(config: Mapping[str, Any]) -> Settings:
         grpc_grace_seconds=number_value(values, "PREDICT_GRPC_GRACE_SECONDS", float, minimum=0),
         metrics=bool_value(values, "PREDICT_METRICS"),
         metrics_path=route_value(values, "PREDICT_METRICS_PATH"),
-        access_log=access_log_format(values["PREDICT_ACCESS_LOG"]),
+        access_log=access_log,
+        access_log_probes=bool_value(values, "PREDICT_ACCESS_LOG_PROBES"),
+        log_format=lines,
         status_path=route_value(values, "PREDICT_STATUS_PATH"),
         auth_tokens=read_tokens(values, "PREDICT_AUTH_TOKENS"),
         admin_tokens=read_tokens(values, "PREDICT_ADMIN_TOKENS"),

@@ -34,6 +34,7 @@ predictor still run.
 
 from __future__ import annotations
 
+import contextlib
 import importlib
 import logging
 import signal
@@ -161,7 +162,23 @@ class limit:
             kind = _Expired
         if kind is not None and issubclass(kind, _Expired):
             raise DeadlineExceeded(f"model {self.model!r} did not answer within its time "
-                                   f"limit of {self.seconds:g} s") from None
+                                   f"limit of {self.seconds:g} s", stopped_at(traceback)
+                                   ) from None
+
+
+def stopped_at(traceback: TracebackType | None) -> str:
+    """``file:line in function`` of the innermost frame of *traceback* outside this module
+    and ``contextlib``: where the limit stopped the predictor."""
+    where = ""
+    while traceback is not None:
+        code = traceback.tb_frame.f_code
+        if code.co_filename not in _OWN_FILES:
+            where = f"{code.co_filename}:{traceback.tb_lineno} in {code.co_name}"
+        traceback = traceback.tb_next
+    return where
+
+
+_OWN_FILES = frozenset({__file__, contextlib.__file__})
 
 
 def _can_interrupt() -> bool:

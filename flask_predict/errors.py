@@ -46,6 +46,8 @@ class PredictError(Exception):
     """Base of every error flask_predict raises on purpose."""
 
     code: ClassVar[Code] = Code.INTERNAL
+    log_traceback: ClassVar[bool] = True
+    """Whether a server error of this kind is logged with its traceback."""
 
     def __init__(self, message: str) -> None:
         super().__init__(message)
@@ -54,6 +56,11 @@ class PredictError(Exception):
     @property
     def http_status(self) -> int:
         return HTTP_STATUS[self.code]
+
+    @property
+    def detail(self) -> str:
+        """More for the log line than the client is told (never sent); may be empty."""
+        return ""
 
 
 class InvalidInput(PredictError):
@@ -111,9 +118,20 @@ class Unimplemented(PredictError):
 
 
 class DeadlineExceeded(PredictError):
-    """A predictor ran past its time limit (HTTP 504, gRPC ``DEADLINE_EXCEEDED``)."""
+    """A predictor ran past its time limit (HTTP 504, gRPC ``DEADLINE_EXCEEDED``). Logged as
+    one line saying where the predictor stopped, not as a traceback."""
 
     code = Code.DEADLINE_EXCEEDED
+    log_traceback = False
+
+    def __init__(self, message: str, stopped_at: str = "") -> None:
+        super().__init__(message)
+        self.stopped_at = stopped_at
+        """``file:line in function`` of the predictor's code the limit stopped."""
+
+    @property
+    def detail(self) -> str:
+        return f" (stopped at {self.stopped_at})" if self.stopped_at else ""
 
 
 class PredictorFailed(PredictError):

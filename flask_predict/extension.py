@@ -109,9 +109,9 @@ class FlaskPredict:
             app.register_blueprint(status_page, url_prefix=settings.status_path)
         if settings.openapi_route:
             app.register_blueprint(openapi, url_prefix=settings.url_prefix or None)
-        logger.info("flask_predict: serving %s over %s%s", [s.name for s in settings.models],
-                    list(settings.protocols), " (loading in the background)" if background
-                    else "")
+        logger.debug("flask_predict: serving %s over %s%s", [s.name for s in settings.models],
+                     list(settings.protocols), " (loading in the background)" if background
+                     else "")
         if watcher is not None:
             if background:  # the start-up rule, once the first load is done
                 watcher.after_first_load(lambda: startup.settle(

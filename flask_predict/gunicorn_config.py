@@ -21,9 +21,9 @@ from . import server
 from .cli.serve import DEFAULT_REST_PORT
 
 __all__ = ["bind", "workers", "worker_class", "preload_app", "timeout", "graceful_timeout",
-           "worker_tmp_dir", "keepalive", "control_socket_disable", "on_starting", "when_ready",
-           "pre_fork", "post_fork", "post_worker_init", "child_exit", "post_request",
-           "worker_exit"]
+           "worker_tmp_dir", "keepalive", "control_socket_disable", "logger_class",
+           "on_starting", "when_ready", "pre_fork", "post_fork", "post_worker_init",
+           "child_exit", "post_request", "worker_exit"]
 
 #   bind - all interfaces on $PORT (else Vertex AI's $AIP_HTTP_PORT, else 8501: one default
 #       port for these settings, `flask-predict serve`, the container and `make serve`).
@@ -55,6 +55,9 @@ keepalive = 2
 #   control_socket_disable - gunicorn >= 24 opens one control socket per user by default;
 #       several servers on one host (or one per model set) would fight over it.
 control_socket_disable = True
+#   logger_class - gunicorn's logger, its lines in PREDICT_LOG_FORMAT (JSON: every line of
+#       the master and the workers is one JSON object).
+logger_class = "flask_predict.server.ServerLogger"
 
 
 # gRPC (FLASK_PREDICT_GRPC_PORT) runs in each worker, started after the fork.
@@ -76,8 +79,10 @@ def on_starting(server_: Any) -> None:
 
 def when_ready(server_: Any) -> None:
     # listening; before the first worker: the models every worker can share (scikit-learn,
-    # XGBoost) load once, here, and are watched from a thread of the master
+    # XGBoost) load once, here, and are watched from a thread of the master; then one line
+    # saying what serves where (REST, gRPC, status page, metrics)
     server.share_models(server_)
+    server.announce(server_)
 
 
 def pre_fork(server_: Any, worker: Any) -> None:

@@ -8,7 +8,8 @@ client, the app state its front end answers from, the client's deadline), sets i
 :meth:`Scopes.close` counts it finished with its status and writes its access line. The
 REST hooks (:mod:`flask_predict.observe`) and the gRPC handlers
 (:mod:`flask_predict.grpc.handlers`) are the only callers, so both transports produce the
-same record, metrics and access line. Views and the service only fill the record in.
+same record, metrics and access line (probes, the ``health`` verb, are counted but not
+access-logged unless asked). Views and the service only fill the record in.
 
 Tracing (:mod:`flask_predict.tracing`) and the payload log (:mod:`flask_predict.payload_log`)
 hook in here too, when they are on: the request's span starts at :meth:`Scopes.open` and
@@ -28,6 +29,10 @@ from typing import TYPE_CHECKING, Any
 from .access_log import AccessLog
 from .record import RequestRecord, current_request, usable_id
 from .transport import Transport
+
+PROBE = "health"
+"""The verb of liveness and readiness probes (each protocol's descriptor names its routes'
+verbs): no access line unless ``PREDICT_ACCESS_LOG_PROBES`` asks."""
 
 if TYPE_CHECKING:
     from .config import Settings
@@ -60,6 +65,8 @@ class Scopes:
         self.state = state
         self.metrics = metrics
         self.access = AccessLog(settings.access_log == "json") if settings.access_log else None
+        self.probes = settings.access_log_probes
+        """Whether health probes get access lines (``PREDICT_ACCESS_LOG_PROBES``)."""
         self.ids = RequestIds()
         self.tracing = tracing
         """Starts and ends each request's spans; ``None`` when tracing is off."""
@@ -105,7 +112,7 @@ class Scopes:
             self.metrics.finished(record, status, response_bytes, ended)
         if self.tracing is not None:
             self.tracing.end(record, status, response_bytes, ended)
-        if self.access is not None:
+        if self.access is not None and (record.verb != PROBE or self.probes):
             self.access.write(record, status, response_bytes, ended)
         if self.payloads is not None:
             self.payloads.keep(record, status, response, ended)

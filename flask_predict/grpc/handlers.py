@@ -59,9 +59,10 @@ def as_error(exc: Exception, method: str) -> PredictError:
     traceback, failures with it); an unexpected exception's message is never sent."""
     error = exc if isinstance(exc, PredictError) else PredictError("internal server error")
     if error.code in (Code.INTERNAL, Code.UNAVAILABLE):
-        logger.error("%s: %s", method, error.message, exc_info=exc)
+        logger.error("%s: %s%s", method, error.message, error.detail,
+                     exc_info=exc if error.log_traceback else None)
     else:
-        logger.info("%s: %s", method, error.message)
+        logger.info("%s: %s%s", method, error.message, error.detail)
     return error
 
 

@@ -167,7 +167,8 @@ def as_predict_error(exc: Exception) -> PredictError:
     else:
         error = PredictError("internal server error")
     if error.http_status >= 500:
-        logger.error("%s %s: %s", request.method, request.path, error.message, exc_info=exc)
+        logger.error("%s %s: %s%s", request.method, request.path, error.message, error.detail,
+                     exc_info=exc if error.log_traceback else None)
     else:
         logger.info("%s %s: %s", request.method, request.path, error.message)
     return error

@@ -95,3 +95,12 @@ def test_a_prediction_past_its_limit_answers_504_and_the_worker_lives(tmp_path: 
         assert served_by(server, "limited") <= before | served_by(server, "default")
         assert boots(server) == 2, log(server)
         assert "WORKER TIMEOUT" not in log(server)
+        # each timeout is one line saying where the predictor stopped, not a traceback
+        text = log(server)
+    assert "Traceback" not in text, text
+    lines = [line for line in text.splitlines() if "did not answer within" in line]
+    assert len(lines) == 4, text
+    for line in lines:
+        assert "[ERROR] POST /v1/projects/p/models/" in line, line
+        assert f"(stopped at {base / '1' / 'predictor.py'}:" in line, line
+        assert line.endswith(" in predict)"), line

@@ -293,3 +293,19 @@ def test_going_back_from_kept_armed_disarms() -> None:
     finally:
         deadline.keep_timer_armed(False)
         signal.signal(signal.SIGALRM, previous)
+
+
+def test_the_error_says_where_the_predictor_stopped() -> None:
+    """For the log's one line (the client never reads it): the innermost frame of the
+    predictor's own code, not this module's nor contextlib's."""
+    def predictor_code() -> None:
+        time.sleep(30)
+
+    with pytest.raises(DeadlineExceeded) as caught:
+        with deadline.limit(0.2, "m"):
+            predictor_code()
+    line = predictor_code.__code__.co_firstlineno + 1
+    assert caught.value.stopped_at == f"{__file__}:{line} in predictor_code"
+    assert caught.value.detail == f" (stopped at {__file__}:{line} in predictor_code)"
+    assert caught.value.message == "model 'm' did not answer within its time limit of 0.2 s"
+    assert not caught.value.log_traceback

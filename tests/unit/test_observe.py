@@ -246,3 +246,26 @@ def test_metrics_buckets_and_in_flight_count_exactly(monkeypatch: pytest.MonkeyP
             assert [b.get() for b in child._buckets] == [b.get() for b in sizes._buckets]
     finally:
         metrics.close()
+
+
+def test_probes_are_counted_but_not_access_logged_unless_asked(
+        make_app: AppFactory, model_config: dict[str, Any],
+        caplog: pytest.LogCaptureFixture) -> None:
+    """A Kubernetes pod probes twice a second: those requests (the ``health`` verb of every
+    protocol's descriptor) get no access line by default, and are still counted."""
+    caplog.set_level(logging.INFO, "flask_predict.access")
+    models = {"iris": model_config["iris"]}
+    probes = ["/v2/health/live", "/v2/health/ready", "/v2/models/iris/ready",
+              "/grps/v1/health/live", "/grps/v1/health/ready"]
+    quiet = make_app(models, metrics_path="/metrics").test_client()
+    for path in probes:
+        assert quiet.get(path).status_code == 200, path
+    assert quiet.post("/v1/models/iris:predict", json={"instances": [ROW]}).status_code == 200
+    [line] = access_lines(caplog)
+    assert "verb=predict" in line
+    assert value(quiet, "flask_predict_requests_total", verb="health") == len(probes)
+    caplog.clear()
+    asked = make_app(models, access_log_probes=True).test_client()
+    for path in probes:
+        asked.get(path)
+    assert [line.split(" path=")[1].split(" ")[0] for line in access_lines(caplog)] == probes
