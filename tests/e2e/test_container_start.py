@@ -22,10 +22,11 @@ harness = load_benchmark("harness")
 front = load_benchmark("front")
 
 
-def start(models: dict[str, Any], run_dir: Path, log: Path) -> tuple[subprocess.Popen[bytes], int]:
-    """The entry point with its default command (flask-predict serve) behind nginx, as in the
-    container; (process, port)."""
-    server = front.front(models, "/", run_dir, command=[])
+def start(models: dict[str, Any], run_dir: Path, log: Path,
+          command: list[str] | None = None) -> tuple[subprocess.Popen[bytes], int]:
+    """The entry point with its default command (flask-predict serve), or *command*, behind
+    nginx, as in the container; (process, port)."""
+    server = front.front(models, "/", run_dir, command=command or [])
     port = harness.free_port()
     env = {**os.environ, **{k: v.replace("{port}", str(port)) for k, v in server.env.items()}}
     with open(log, "wb") as out:
@@ -76,7 +77,31 @@ def test_the_app_exiting_stops_nginx_and_the_container(tmp_path: Path) -> None:
         log = (tmp_path / "log").read_text()
         assert "configuration error" in log
         pid_file = tmp_path / "run" / "nginx.pid"
-        assert not pid_file.exists() or not alive(int(pid_file.read_text()))
+        # nginx did not start, or has stopped (`nginx -t` may leave an empty pid file)
+        pid = pid_file.read_text().strip() if pid_file.exists() else ""
+        assert not pid or not alive(int(pid))
+    finally:
+        if process.poll() is None:
+            os.killpg(process.pid, signal.SIGKILL)
+            process.wait()
+
+
+def test_probes_before_the_apps_socket_exists_log_nothing(tmp_path: Path) -> None:
+    """nginx starts once gunicorn has made its socket: probes sent before (here the app takes
+    3 s to start) find the port closed, and nginx logs no [crit] connect() to a missing
+    socket for them; then the probe answers."""
+    models = {"sleepy": sleepy_config(make_sleepy(tmp_path / "sleepy"))}
+    late = ["bash", "-c", 'sleep 3; exec flask-predict serve "$@"', "serve"]
+    process, port = start(models, tmp_path / "run", tmp_path / "log", command=late)
+    try:
+        url = f"http://127.0.0.1:{port}/v2/health/ready"
+        early = [request("GET", url, timeout=5)[0] for _ in range(10)]
+        assert not (tmp_path / "run" / "app.sock").exists()
+        assert early == [0] * 10  # nothing listens yet: not ready
+        harness.wait_until_answering(port, "/v2/health/ready", process, 120, tmp_path / "log",
+                                     200)
+        log = (tmp_path / "log").read_text()
+        assert "[crit]" not in log and "connect() to unix:" not in log, log
     finally:
         if process.poll() is None:
             os.killpg(process.pid, signal.SIGKILL)
