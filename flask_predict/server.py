@@ -202,7 +202,9 @@ def ready_marks() -> ReadyMarks | None:
 
 def server_starting(arbiter: Any) -> None:
     """In the master, before any worker: check the configuration, empty the metrics folder
-    of a previous server, and start readiness from scratch for *arbiter*'s worker count."""
+    of a previous server, and start readiness from scratch for *arbiter*'s worker count. The
+    master's own flask_predict lines go to gunicorn's error log too."""
+    route_logs(arbiter.log.error_log, os.environ.get("LOG_LEVEL", "INFO"))
     check_configuration(arbiter.log)
     from .metrics import prepare_directory
 
