@@ -182,9 +182,9 @@ def render(report: Report) -> str:
         if check.predictor is not None:
             lines.append(f"  plugin:     {check.predictor} ({check.predictor_class or '?'})")
         if check.predictor != "custom" and _has_routine(check.path):
-            lines.append("  note:       predictor.py serves as a custom prediction routine only "
-                         "when the model's settings name its class (\"predictor\": \"custom\", "
-                         "\"class\": \"predictor.MyClass\"): check the model config file")
+            lines.append("  note:       predictor.py holds no prediction class the custom plugin "
+                         "recognises; to serve one, name it in the model's settings "
+                         "(\"predictor\": \"custom\", \"class\": \"predictor.MyClass\")")
         if not check.loaded:
             lines.append(f"  loads:      no: {check.error}")
             if check.error and "no predictor" in check.error:

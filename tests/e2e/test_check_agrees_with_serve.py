@@ -57,15 +57,21 @@ def routine_with_its_class(root: Path) -> list[str]:
                                        "class": "predictor.EchoPredictor"}})
 
 
-def routine_without_its_class(root: Path) -> list[str]:
+def routine_found_in_its_source(root: Path) -> list[str]:
     return [str(models.make_custom(root / "echo"))]
 
 
-def routine_beside_a_joblib(root: Path) -> list[str]:
-    """The demo's iris_names folder served by its path alone: scikit-learn's model.joblib."""
+def helper_module_beside_a_joblib(root: Path) -> list[str]:
+    """A predictor.py with no prediction class beside a model.joblib: scikit-learn's."""
     base = models.train_iris(root / "names")
     (base / "1" / "predictor.py").write_text("class Names:\n    pass\n")
     return [str(base)]
+
+
+def routine_class_that_is_not_there(root: Path) -> list[str]:
+    models.make_custom(root / "echo")
+    return config_file(root, {"echo": {"base_path": "echo", "predictor": "custom",
+                                       "class": "predictor.Nope"}})
 
 
 def corrupt_xgboost(root: Path) -> list[str]:
@@ -102,8 +108,9 @@ CASES: dict[str, tuple[Case, bool]] = {
     "version folder": (version_folder, False),
     "files without a version folder": (files_without_version_folder, False),
     "custom routine with its class": (routine_with_its_class, True),
-    "custom routine without its class": (routine_without_its_class, False),
-    "predictor.py beside a joblib": (routine_beside_a_joblib, True),
+    "custom routine found in its source": (routine_found_in_its_source, True),
+    "a helper predictor.py beside a joblib": (helper_module_beside_a_joblib, True),
+    "custom routine, a class not there": (routine_class_that_is_not_there, False),
     "corrupt XGBoost model": (corrupt_xgboost, False),
     "corrupt pickle": (corrupt_pickle, False),
     "config file, a model broken": (config_with_a_broken_model, False),
