@@ -51,10 +51,14 @@ def files_without_version_folder(root: Path) -> list[str]:
     return [str(base)]
 
 
-def routine_with_its_class(root: Path) -> list[str]:
+def routine_named(root: Path, cls: str) -> list[str]:
     models.make_custom(root / "echo")
     return config_file(root, {"echo": {"base_path": "echo", "predictor": "custom",
-                                       "class": "predictor.EchoPredictor"}})
+                                       "class": cls}})
+
+
+def routine_with_its_class(root: Path) -> list[str]:
+    return routine_named(root, "predictor.EchoPredictor")
 
 
 def routine_found_in_its_source(root: Path) -> list[str]:
@@ -69,9 +73,7 @@ def helper_module_beside_a_joblib(root: Path) -> list[str]:
 
 
 def routine_class_that_is_not_there(root: Path) -> list[str]:
-    models.make_custom(root / "echo")
-    return config_file(root, {"echo": {"base_path": "echo", "predictor": "custom",
-                                       "class": "predictor.Nope"}})
+    return routine_named(root, "predictor.Nope")
 
 
 def corrupt_xgboost(root: Path) -> list[str]:
