@@ -8,7 +8,6 @@ import gzip
 import http.client
 import json
 import socket
-from pathlib import Path
 from typing import Any, Iterator
 
 import numpy as np

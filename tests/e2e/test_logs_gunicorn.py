@@ -85,5 +85,5 @@ def test_probes_are_access_logged_when_asked(model_config: dict[str, Any],
         exercise(server)
     log = server.log_text()
     for path in PROBES:
-        assert f"verb=health model=" in log and f"path={path} " in log, path
+        assert "verb=health model=" in log and f"path={path} " in log, path
     assert "flask_predict: serving ['iris', 'echo'] with 2 worker(s): REST " in log

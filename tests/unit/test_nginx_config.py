@@ -3,8 +3,6 @@
 from __future__ import annotations
 
 import importlib.util
-import os
-import shutil
 import subprocess
 import sys
 from pathlib import Path

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 from pathlib import Path
 from types import SimpleNamespace
-from typing import Any
 
 from flask_predict.readiness import ReadyMarks
 from flask_predict.server import INDEX_ATTRIBUTE, assign_worker_index
