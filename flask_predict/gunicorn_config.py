@@ -17,7 +17,7 @@ from __future__ import annotations
 import os
 from typing import Any
 
-from . import server
+from . import server, server_logs
 from .cli.serve import DEFAULT_REST_PORT
 
 __all__ = ["bind", "workers", "worker_class", "preload_app", "timeout", "graceful_timeout",
@@ -57,7 +57,7 @@ keepalive = 2
 control_socket_disable = True
 #   logger_class - gunicorn's logger, its lines in PREDICT_LOG_FORMAT (JSON: every line of
 #       the master and the workers is one JSON object).
-logger_class = "flask_predict.server.ServerLogger"
+logger_class = "flask_predict.server_logs.ServerLogger"
 
 
 # gRPC (FLASK_PREDICT_GRPC_PORT) runs in each worker, started after the fork.
@@ -82,7 +82,7 @@ def when_ready(server_: Any) -> None:
     # XGBoost) load once, here, and are watched from a thread of the master; then one line
     # saying what serves where (REST, gRPC, status page, metrics)
     server.share_models(server_)
-    server.announce(server_)
+    server_logs.announce(server_)
 
 
 def pre_fork(server_: Any, worker: Any) -> None:
@@ -94,7 +94,7 @@ def post_fork(server_: Any, worker: Any) -> None:
     # flask_predict's own lines (models loaded, failed requests) go to gunicorn's error log
     # at $LOG_LEVEL. Not logconfig_dict: that would make gunicorn build every request's
     # access-log fields even with no access log.
-    server.route_logs(worker.log.error_log, os.environ.get("LOG_LEVEL", "INFO"))
+    server_logs.route_logs(worker.log.error_log, os.environ.get("LOG_LEVEL", "INFO"))
     # thread pools and GPU of this worker, before it imports any framework
     server.worker_started(worker)
 

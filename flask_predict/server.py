@@ -1,30 +1,28 @@
 """The server side of a deployment: what the gunicorn settings' hooks
 (:mod:`flask_predict.gunicorn_config`) delegate to.
 
-In the master: the configuration check, shared folders, each worker's index. In each
-worker: process-wide setup (thread pools, GPU, ``gc.freeze``; see :mod:`.runtime`), logs,
-release at exit. Nothing here runs when the extension is embedded in another app.
+In the master: the configuration check, shared folders, the shared models, each worker's
+index. In each worker: process-wide setup (thread pools, GPU, ``gc.freeze``; see
+:mod:`.runtime`), the start-up rule, release at exit. The log's side is
+:mod:`.server_logs`. Nothing here runs when the extension is embedded in another app.
 """
 
 from __future__ import annotations
 
 import logging
 import os
-import sys
 import time
 from typing import Any
 
-from flask import Config
-from gunicorn.glogging import Logger
-
-from . import access_log, deadline, logs, runtime, startup, tracing
-from .config import (STANDALONE_DEFAULTS, Settings, config_from_environ,
-                     read_settings)
+from . import deadline, runtime, startup, tracing
+from .config import read_settings
+from .environ import environ_config
 from .errors import ConfigError
 from .extension import close_app
 from .memory import release
 from .readiness import ReadyMarks
 from .rolling import Rollout
+from .server_logs import route_logs
 from .shared_state import create_server_dir
 from .sharing import MasterModels
 from .state import EXTENSION_KEY, PredictState
@@ -71,15 +69,6 @@ def share_metrics_dir() -> str:
     if not os.environ.get(METRICS_DIR_VARIABLE):
         os.environ[METRICS_DIR_VARIABLE] = os.path.join(share_state_dir(), "prometheus")
     return os.environ[METRICS_DIR_VARIABLE]
-
-
-def environ_config() -> Config:
-    """The config a deployment's ``create_app`` builds from the environment."""
-    config = Config(os.getcwd())
-    config.update(STANDALONE_DEFAULTS)
-    config.update(config_from_environ(os.environ))
-    config.from_prefixed_env()
-    return config
 
 
 def check_configuration(log: Any) -> None:
@@ -250,37 +239,6 @@ def share_models(arbiter: Any) -> None:
         models.start(Rollout(arbiter, marks, max(60.0, float(arbiter.timeout))).replace_workers)
 
 
-def announce(arbiter: Any) -> None:
-    """In the master, listening: one line saying what serves where (the URLs of the REST
-    routes, gRPC, the status page, the metrics and the API document) and which models."""
-    try:
-        settings = read_settings(environ_config())
-    except ConfigError:
-        return  # the configuration check has said why
-    arbiter.log.info("flask_predict: %s", where_line(settings, [str(listener) for listener
-                                                                 in arbiter.LISTENERS],
-                                                     arbiter.num_workers))
-
-
-def where_line(settings: Settings, listeners: list[str], workers: int) -> str:
-    """``serving [models] with N workers: REST <url> (<protocols>), gRPC <host:port>,
-    status page <url>, metrics <url>, OpenAPI <url>`` for *listeners* (gunicorn's
-    ``http://host:port`` or ``unix:path``)."""
-    base = next((url for url in listeners if url.startswith("http")), "")
-    prefix = settings.url_prefix
-    served = [f"REST {', '.join(url + prefix for url in listeners)} "
-              f"({', '.join(settings.protocols)})"]
-    if settings.grpc_port is not None:
-        served.append(f"gRPC {settings.grpc_host}:{settings.grpc_port}")
-    for what, path in (("status page", settings.status_path),
-                       ("metrics", settings.metrics_path if settings.metrics else None),
-                       ("OpenAPI", settings.openapi_route and prefix + settings.openapi_route)):
-        if path:
-            served.append(f"{what} {base}{path}")
-    models = [spec.name for spec in settings.models]
-    return f"serving {models or 'no model'} with {workers} worker(s): {', '.join(served)}"
-
-
 def worker_gone(worker: Any) -> None:
     """In the master, when a worker exits or is killed: it is no longer ready; its metrics
     counts stay, its live gauges go."""
@@ -290,47 +248,6 @@ def worker_gone(worker: Any) -> None:
     marks = ready_marks()
     if marks is not None and worker.pid:
         marks.mark(worker.pid, False)
-
-
-def log_formats() -> tuple[str, bool]:
-    """The server log's format (``PREDICT_LOG_FORMAT``) and whether access lines are JSON,
-    as the environment sets them (text when a value is wrong: the settings check says so)."""
-    config = environ_config()
-    try:
-        access = access_log.access_log_format(config.get("PREDICT_ACCESS_LOG", "text"))
-        lines = logs.log_format(config.get("PREDICT_LOG_FORMAT"), access)
-    except ConfigError:
-        return "text", False
-    return lines, access == "json" or lines == "json"
-
-
-class ServerLogger(Logger):  # type: ignore[misc]  # gunicorn ships no hints
-    """gunicorn's logger (``logger_class``), its lines in the server's format: with
-    ``PREDICT_LOG_FORMAT=json`` the master's and each worker's lines are JSON too."""
-
-    def setup(self, cfg: Any) -> None:
-        super().setup(cfg)
-        if log_formats()[0] == "json":
-            logs.use_json([*self.error_log.handlers, *self.access_log.handlers])
-
-
-def route_logs(target: logging.Logger, level: str) -> None:
-    """Send the ``flask_predict`` logger's records to *target*'s handlers (gunicorn's error
-    log) at *level*, and the access-log lines straight to its stream (JSON lines without
-    its prefix), whatever *level* is. In the JSON format, every other library's lines and
-    Python's warnings go to those handlers too, so that no line of the stream is text."""
-    source = logging.getLogger("flask_predict")
-    source.handlers = list(target.handlers)
-    source.setLevel(level.upper())
-    source.propagate = False
-    lines, json_access = log_formats()
-    if lines == "json":
-        root = logging.getLogger()
-        root.handlers = list(target.handlers)
-        logging.captureWarnings(True)
-    stream = next((h.stream for h in target.handlers if isinstance(h, logging.StreamHandler)),
-                  sys.stderr)
-    access_log.write_to(stream, json_lines=json_access)
 
 
 def keep_grpc_fork_support_off() -> None:
