@@ -284,8 +284,10 @@ class ModelRepository:
         statuses.update({v: s for v, s in failed.items() if v not in versions})
         for number, status in statuses.items():
             if status.error and served.statuses.get(number) != status:
-                # once per worker, as a worker's own load would
-                logger.error("flask_predict: %s", LoadFailure(
+                # once per worker, as a worker's own load would (at start, the start-up
+                # rule reports it, as it does a worker's own failures)
+                logger.log(logging.ERROR if self._synced else logging.DEBUG,
+                           "flask_predict: %s", LoadFailure(
                     spec.name, number, artifact_file(version_path(spec.base_path, number)),
                     status.cause or status.error))
         dropped = [loaded for v, loaded in served.versions.items()

@@ -58,7 +58,9 @@ def test_every_line_is_json_with_two_workers(model_config: dict[str, Any],
     assert any(m.startswith("Shutting down: Master") for m in messages)
     loaded = {entry["pid"] for entry in parsed
               if entry.get("message", "").startswith("model 'iris': version 1 loaded")}
-    assert len(loaded) == 2  # both workers' load lines
+    shared = {entry["pid"] for entry in parsed if entry.get("message", "").startswith(
+        "model 'iris': version 1 shared from the master")}
+    assert len(loaded) == 1 and len(shared) == 2  # the master's load line, each worker's
     # the line at start: what serves where
     [where] = [m for m in messages if m.startswith("flask_predict: serving [")]
     assert where == (f"flask_predict: serving ['iris', 'echo'] with 2 worker(s): REST "

@@ -8,6 +8,7 @@ from __future__ import annotations
 import json
 import subprocess
 from pathlib import Path
+
 import grpc
 import pytest
 from grpc_health.v1 import health_pb2, health_pb2_grpc
@@ -41,10 +42,16 @@ def run_until_exit(server: GunicornServer, timeout: float = 120) -> int:
         server.stop()
 
 
-def test_a_corrupt_model_at_start_stops_the_server_with_one_line(tmp_path: Path) -> None:
+@pytest.mark.parametrize("shared", [True, False], ids=["in-the-master", "in-each-worker"])
+def test_a_corrupt_model_at_start_stops_the_server_with_one_line(tmp_path: Path,
+                                                                 shared: bool) -> None:
+    """The XGBoost model loads in the master (shared by the workers) and the master stops
+    before any worker starts; or, not shared, in each worker, and the first worker to find
+    it stops the server. One line either way, and a non-zero exit."""
     config = {"iris": {"base_path": str(models.train_iris(tmp_path / "iris"))},
               "loans": {"base_path": str(corrupt_xgboost(tmp_path / "loans"))}}
-    server = GunicornServer(config, workers=2, log_path=tmp_path / "log")
+    env = {} if shared else {"FLASK_PREDICT_SHARED_MODELS": "false"}
+    server = GunicornServer(config, workers=2, env=env, log_path=tmp_path / "log")
     status = run_until_exit(server)
     log = server.log_text()
     assert status == 3, log  # gunicorn's "Worker failed to boot": the master halts
@@ -55,7 +62,9 @@ def test_a_corrupt_model_at_start_stops_the_server_with_one_line(tmp_path: Path)
     assert lines[0].endswith("(PREDICT_EXIT_ON_LOAD_ERROR=false serves the models that "
                              "loaded)")
     assert "Stack trace" not in log and "[bt]" not in log and "Traceback" not in log, log
-    assert "Reason: Worker failed to boot." in log
+    assert ("Booting worker" in log) is not shared, "a shared model fails before any worker"
+    if not shared:
+        assert "Reason: Worker failed to boot." in log
 
 
 def test_serving_the_rest_and_no_client_reads_the_cause(tmp_path: Path) -> None:
@@ -92,9 +101,10 @@ def test_serving_the_rest_and_no_client_reads_the_cause(tmp_path: Path) -> None:
     assert entry["reason"] == "failed to load; the server's log has the cause"
     assert answers["load"][0] == 400
     assert "failed to load" in answers["/"][2].decode()
-    # the log has it: the file and the cause, once per worker, the server going on
+    # the log has it: the file and the cause, in the master that loads the shared model and
+    # once in each worker, the server going on
     lines = [line for line in log.splitlines() if "failed to load from" in line]
-    assert len(lines) == 2 and all(f"{tmp_path / 'loans' / '1' / 'model.json'}: XGBoostError"
+    assert len(lines) == 3 and all(f"{tmp_path / 'loans' / '1' / 'model.json'}: XGBoostError"
                                    in line and "serving the other models" in line
                                    for line in lines), log
 
