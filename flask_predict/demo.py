@@ -142,6 +142,7 @@ def write_demo(out: Path, echo: Callable[[str], object] = print) -> dict[str, An
     out.mkdir(parents=True, exist_ok=True)
     config: dict[str, Any] = {}
     installed = set(plugins.installed_names())
+    plugins.manifests()  # each plugin's package sets its framework's environment (log levels)
     for name, (build, framework, settings) in DEMO_MODELS.items():
         missing = _missing(framework, settings.get("predictor", framework), installed)
         if missing:

@@ -53,6 +53,25 @@ def test_loading_and_predicting_writes_no_warning_or_error(tfserving_models: Pat
     assert "CUDA" not in done.stderr and "deprecated" not in done.stderr
 
 
+@pytest.mark.tensorflow
+def test_the_demo_writes_no_warning_or_error(tmp_path: Path) -> None:
+    """``flask-predict demo`` exports its SavedModel with TensorFlow itself: the plugin's
+    package is imported first, so the level is set there too."""
+    if os.path.isdir(runtime.NVIDIA_GPUS) and os.listdir(runtime.NVIDIA_GPUS):
+        pytest.skip("this machine has a GPU: errors are kept there")
+    env = {k: v for k, v in os.environ.items()
+           if k not in (environment.LOG_LEVEL_VARIABLE, "PYTHONWARNINGS",
+                        "CUDA_VISIBLE_DEVICES")}
+    command = "import sys; from flask_predict.cli import main; sys.exit(main())"
+    done = subprocess.run([sys.executable, "-c", command, "demo", str(tmp_path)],
+                          env=env, capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stderr[-3000:]
+    assert "half_plus_two: written (tensorflow)" in done.stdout
+    lines = [line for line in done.stderr.splitlines() if not LOADING_NOTES.match(line)]
+    assert lines == [], "\n".join(lines)
+    assert "CUDA" not in done.stderr
+
+
 def test_the_level_follows_the_gpus(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(environment, "detected_gpus", lambda: ())
     assert environment.native_log_level() == "3"
