@@ -34,6 +34,10 @@ class Signature:
     inputs: tuple[TensorSpec, ...]
     outputs: tuple[TensorSpec, ...]
     method_name: str = "tensorflow/serving/predict"
+    tabular: bool = False
+    """The inputs are the columns of one table, in the model's order, one value per row
+    each (:mod:`flask_predict.tabular`): a plain row gives one value per column by
+    position, and a lone matrix of rows is split into the columns."""
 
     def input(self, name: str) -> TensorSpec | None:
         return _named(self.inputs, name)

@@ -8,7 +8,9 @@ response bodies. One module per concern:
 * :mod:`.preview` - bounded previews of values for error messages;
 * :mod:`.dtypes` - the one datatype table and integer range check;
 * :mod:`.arrays` - JSON values <-> arrays by V2 datatype, ``{"b64": ...}``;
-* :mod:`.rows` - row and columnar instances <-> named tensors (TF Serving's rules and texts);
+* :mod:`.rows` - row and columnar instances -> named tensors (TF Serving's rules and texts);
+* :mod:`.predictions` - outputs -> rows of predictions; the instances door of tensor
+  predictors (tensors -> instances, predictions -> tensors);
 * :mod:`.examples` - tf.Example features -> feature rows.
 
 The face below is what protocols, the service and plugins use, as ``codecs.<name>``; a
@@ -23,11 +25,11 @@ from .dtypes import (FLOAT32, FLOAT64, FLOATS, INT64_MAX, INT64_MIN, NUMPY_TO_V2
                      datatype_of)
 from .examples import examples_to_rows
 from .parsing import check_depth, loads, loads_v2_infer, number_matrix
+from .predictions import (predictions_to_outputs, predictions_to_tensor, tensors_to_instances,
+                          tensors_to_rows)
 from .preview import preview
 from .printing import dumps, dumps_strict
-from .rows import (columns_to_tensors, matrix_to_tensors, predictions_to_outputs,
-                   predictions_to_tensor, rows_to_tensors, tensors_to_instances,
-                   tensors_to_rows)
+from .rows import columns_to_tensors, matrix_to_tensors, rows_to_tensors
 from .tfnumbers import dumps_tfserving
 
 __all__ = [

@@ -7,6 +7,9 @@ One decoder for every protocol that sends rows of instances (TF Serving's ``inst
 by the input's dtype, and errors carry TF Serving's wording. numpy converts well-formed
 values at C speed; only a request that fails is walked in Python, to name what is wrong.
 
+A tabular signature (the columns of a table, ``Signature.tabular``) also takes plain rows
+of one value per column, by position, where TF Serving wants objects naming the inputs.
+
 Where flask-predict differs from TF Serving, on purpose: ``null`` in a float input is NaN
 (a missing value for XGBoost), and integers out of range for an 8- or 16-bit input are
 refused instead of wrapped.
@@ -20,12 +23,11 @@ from typing import Any, Mapping, Sequence
 import numpy as np
 import orjson
 
-from ..errors import InvalidInput, PredictorFailed, Unimplemented
+from ..errors import InvalidInput, Unimplemented
 from ..types import Signature, Tensor, TensorSpec
-from .arrays import b64_bytes, dense_shape, has_booleans, is_b64, json_value, object_array
+from .arrays import b64_bytes, dense_shape, has_booleans, is_b64, object_array
 from .dtypes import FLOAT64, INT64_MAX, INT64_MIN, TF_NAMES, V2_TO_NUMPY, out_of_range
 from .preview import preview
-from .printing import dumps
 
 _INT32 = (-(2**31), 2**31 - 1)
 _INTEGER_LIMITS = {"INT8": _INT32, "INT16": _INT32, "INT32": _INT32, "UINT8": _INT32,
@@ -57,10 +59,12 @@ def rows_to_tensors(instances: Any, signature: Signature) -> dict[str, Tensor]:
         raise InvalidInput("JSON Value: [] No values in 'instances' array")
     specs = {spec.name: spec for spec in signature.inputs}
     if not isinstance(instances[0], dict) and len(specs) > 1:
+        if signature.tabular:
+            return _positional_rows(instances, specs, "instances")
         raise InvalidInput("instances is a plain list, but expecting list of objects as "
                            "multiple input tensors required as per tensorinfo_map")
     if is_named(instances[0]):
-        return _named_rows(instances, specs)
+        return _named_rows(instances, specs, signature.tabular)
     spec = signature.inputs[0]
     fast = _fast_tensor(instances, spec)
     if fast is not None:
@@ -72,7 +76,8 @@ def rows_to_tensors(instances: Any, signature: Signature) -> dict[str, Tensor]:
     return {spec.name: _batch(instances, spec, lambda index: f"{index}")}
 
 
-def _named_rows(instances: list[Any], specs: Mapping[str, TensorSpec]) -> dict[str, Tensor]:
+def _named_rows(instances: list[Any], specs: Mapping[str, TensorSpec],
+                tabular: bool) -> dict[str, Tensor]:
     columns: dict[str, list[Any]] = {name: [] for name in specs}
     for index, item in enumerate(instances):
         if not is_named(item):
@@ -88,15 +93,62 @@ def _named_rows(instances: list[Any], specs: Mapping[str, TensorSpec]) -> dict[s
             raise InvalidInput(f"Failed to process element: {index} of 'instances' list. "
                                f"JSON object: {preview(item)} keys must be equal to: "
                                f"{','.join(sorted(specs))}")
+    return _column_tensors(columns, specs, "instances", tabular)
+
+
+def _positional_rows(rows: list[Any], specs: Mapping[str, TensorSpec],
+                     key: str) -> dict[str, Tensor]:
+    """Plain rows of a tabular signature (``Signature.tabular``): each row one value per
+    input, in the signature's order."""
+    columns: dict[str, list[Any]] = {name: [] for name in specs}
+    width = len(specs)
+    for index, row in enumerate(rows):
+        if not isinstance(row, list) or len(row) != width:
+            raise InvalidInput(f"Failed to process element: {index} of '{key}' list. "
+                               f"Expecting a row of {width} values, one per column of the "
+                               f"model ({','.join(specs)}), got: {preview(row)}")
+        for values, value in zip(columns.values(), row):
+            values.append(value)
+    return _column_tensors(columns, specs, key, True)
+
+
+def _column_tensors(columns: Mapping[str, list[Any]], specs: Mapping[str, TensorSpec],
+                    key: str, tabular: bool) -> dict[str, Tensor]:
+    """Each input's values, one per instance, stacked into its tensor."""
     tensors = {}
     for name, values in columns.items():
-        fast = _fast_tensor(values, specs[name])
+        spec = specs[name]
+        if _missing_text(values, spec, tabular):
+            tensors[name] = _text_with_missing(values, spec, key, name)
+            continue
+        fast = _fast_tensor(values, spec)
         tensors[name] = fast if fast is not None else _batch(
-            values, specs[name], lambda index, name=name: f"{index} key: {name}")
+            values, spec, lambda index, name=name: f"{index} key: {name}", key)
     return tensors
 
 
-def _batch(items: list[Any], spec: TensorSpec, where: Any) -> Tensor:
+def _missing_text(values: Any, spec: TensorSpec, tabular: bool) -> bool:
+    """A list of a tabular signature's text column that holds ``null``."""
+    return tabular and spec.datatype == "BYTES" and isinstance(values, list) and None in values
+
+
+def _text_with_missing(values: list[Any], spec: TensorSpec, key: str, name: str) -> Tensor:
+    """A text column of a tabular signature holding ``null``: a missing value (``None``),
+    where TF Serving refuses null for a string."""
+    present = [index for index, value in enumerate(values) if value is not None]
+    column = np.full(len(values), None, dtype=object)
+    if present:
+        texts = _batch([values[index] for index in present], spec,
+                       lambda index: f"{present[index]} key: {name}", key)
+        if texts.ndim != 1:
+            raise InvalidInput(f"Failed to process element: {present[0]} key: {name} of "
+                               f"'{key}' list. Error: INVALID_ARGUMENT: lists among nulls: "
+                               "a row holds one value of this column")
+        column[present] = texts
+    return column
+
+
+def _batch(items: list[Any], spec: TensorSpec, where: Any, key: str = "instances") -> Tensor:
     """The instances of one input stacked, TF Serving's way: each converted on its own, all
     of the same size and shape (``AddInstanceItem``)."""
     parts: list[Tensor] = []
@@ -105,7 +157,7 @@ def _batch(items: list[Any], spec: TensorSpec, where: Any) -> Tensor:
             part = tensor_from_json(item, spec)
         except (InvalidInput, Unimplemented) as exc:
             status = "UNIMPLEMENTED" if isinstance(exc, Unimplemented) else "INVALID_ARGUMENT"
-            raise InvalidInput(f"Failed to process element: {where(index)} of 'instances' "
+            raise InvalidInput(f"Failed to process element: {where(index)} of '{key}' "
                                f"list. Error: {status}: {exc.message}")
         if parts and part.shape != parts[0].shape:
             first = parts[0]
@@ -113,7 +165,7 @@ def _batch(items: list[Any], spec: TensorSpec, where: Any) -> Tensor:
                       if part.size != first.size else
                       f"Expecting shape {_shape_text(first.shape)} but got: "
                       f"{_shape_text(part.shape)}")
-            raise InvalidInput(f"Failed to process element: {where(index)} of 'instances' "
+            raise InvalidInput(f"Failed to process element: {where(index)} of '{key}' "
                                f"list. Error: INVALID_ARGUMENT: {detail}")
         parts.append(part)
     return np.stack(parts)
@@ -127,8 +179,12 @@ def columns_to_tensors(inputs: Any, signature: Signature) -> dict[str, Tensor]:
         for name in specs:
             if name not in inputs:
                 raise InvalidInput(f"Missing named input: {name} in 'inputs' object.")
-        return {name: tensor_from_json(inputs[name], spec) for name, spec in specs.items()}
+        return {name: _text_with_missing(inputs[name], spec, "inputs", name)
+                if _missing_text(inputs[name], spec, signature.tabular)
+                else tensor_from_json(inputs[name], spec) for name, spec in specs.items()}
     if len(specs) != 1:
+        if signature.tabular and isinstance(inputs, list) and inputs:
+            return _positional_rows(inputs, specs, "inputs")
         raise InvalidInput("inputs is a plain value/list, but expecting an object as multiple "
                            "input tensors required as per tensorinfo_map")
     (spec,) = specs.values()
@@ -304,12 +360,13 @@ def _shape_text(shape: Sequence[int]) -> str:
 
 def matrix_to_tensors(matrix: Tensor, signature: Signature) -> dict[str, Tensor] | None:
     """What :func:`rows_to_tensors` makes of the rows of a ``number_matrix``, or ``None``
-    unless *signature* has one FP32/FP64 input (other dtypes need the JSON values).
+    unless *signature* has one FP32/FP64 input or FP32/FP64 columns (a tabular one): other
+    dtypes need the JSON values.
 
     An FP64 input takes the matrix as it is: ``number_matrix`` answers only float64 values
     under 2**53, all lossless there."""
     if len(signature.inputs) != 1:
-        return None
+        return _matrix_columns(matrix, signature)
     spec = signature.inputs[0]
     if spec.datatype == "FP64" and matrix.dtype == FLOAT64:
         return {spec.name: matrix}
@@ -318,73 +375,16 @@ def matrix_to_tensors(matrix: Tensor, signature: Signature) -> dict[str, Tensor]
     return {spec.name: matrix.astype(V2_TO_NUMPY[spec.datatype], copy=False)}
 
 
-# --- responses ------------------------------------------------------------------------------
-
-def tensors_to_rows(outputs: Mapping[str, Tensor]) -> list[Any]:
-    """Encode outputs as one prediction per row: the bare value for a single output,
-    else an object keyed by output name."""
-    if len(outputs) == 1:
-        ((name, array),) = outputs.items()
-        values = json_value(array, name)
-        return values if isinstance(values, list) else [values]
-    columns = {name: json_value(array, name) for name, array in outputs.items()}
-    sizes = {len(v) if isinstance(v, list) else 1 for v in columns.values()}
-    if len(sizes) != 1:
-        raise InvalidInput("outputs have different batch sizes; ask for columnar format")
-    (size,) = sizes
-    return [{name: values[i] for name, values in columns.items()} for i in range(size)]
-
-
-# --- the instances door of tensor-only predictors and back ----------------------------------
-
-def tensors_to_instances(inputs: Mapping[str, Tensor]) -> list[Any]:
-    """What a custom predictor receives from a tensor protocol: one input gives its rows,
-    several give one object per row. float32 values arrive as the numbers they print as
-    (``5.1``, not ``5.099999904632568``)."""
-    return tensors_to_rows({name: _short_floats(array) for name, array in inputs.items()})
-
-
-def _short_floats(array: Tensor) -> Tensor:
-    if array.dtype != np.float32:
-        return array
-    return array.astype(str).astype(np.float64)
-
-
-def predictions_to_tensor(predictions: Sequence[Any]) -> Tensor:
-    """A custom predictor's list of predictions as one array: numbers stay numbers,
-    text becomes BYTES, anything else one JSON document per prediction."""
-    try:
-        array = np.asarray(predictions)
-    except (ValueError, TypeError):
-        array = np.asarray([None])
-    if array.dtype.kind in "biuf":
-        return array
-    if array.dtype.kind == "U":
-        encoded: Tensor = np.frompyfunc(lambda s: s.encode("utf-8"), 1, 1)(array)
-        return encoded.astype(object)
-    out = np.empty(len(predictions), dtype=object)
-    out[:] = [dumps(p) for p in predictions]
-    return out
-
-
-def predictions_to_outputs(predictions: Sequence[Any],
-                           outputs: Sequence[TensorSpec]) -> dict[str, Tensor]:
-    """A custom predictor's predictions as its declared outputs: one output takes them as
-    they are; several need each prediction to be an object naming them. Numbers are cast
-    to a declared numeric datatype."""
-    if len(outputs) <= 1:
-        spec = outputs[0] if outputs else TensorSpec("predictions", "BYTES", None)
-        return {spec.name: _declared(predictions_to_tensor(predictions), spec)}
-    names = [spec.name for spec in outputs]
-    if not all(isinstance(p, dict) and set(names) <= p.keys() for p in predictions):
-        raise PredictorFailed(f"the model declares outputs {names}: each prediction must be "
-                              "an object naming them")
-    return {spec.name: _declared(predictions_to_tensor([p[spec.name] for p in predictions]),
-                                 spec) for spec in outputs}
-
-
-def _declared(array: Tensor, spec: TensorSpec) -> Tensor:
-    dtype = V2_TO_NUMPY.get(spec.datatype)
-    if dtype is None or dtype.kind == "O" or array.dtype.kind not in "biuf":
-        return array
-    return array.astype(dtype, copy=False)
+def _matrix_columns(matrix: Tensor, signature: Signature) -> dict[str, Tensor] | None:
+    """The columns of a ``number_matrix`` of rows for a tabular signature of FP32/FP64
+    columns (``Signature.tabular``), else ``None``."""
+    specs = signature.inputs
+    if not signature.tabular or matrix.ndim != 2 or matrix.shape[1] != len(specs):
+        return None
+    columns = {}
+    for index, spec in enumerate(specs):
+        column = matrix[:, index]
+        if spec.datatype not in _LOSSLESS or not _lossless(column, spec.datatype):
+            return None
+        columns[spec.name] = column.astype(V2_TO_NUMPY[spec.datatype], copy=False)
+    return columns

@@ -257,3 +257,49 @@ def test_past_range_is_what_a_cast_would_change() -> None:
     assert not codecs.past_range(np.array([3e38, np.nan, np.inf, -np.inf]), dtype(np.float32))
     assert not codecs.past_range(np.array([1e308]), dtype(np.float64))
     assert not codecs.past_range(np.array([], np.float64), dtype(np.float16))
+
+
+TABLE = Signature(inputs=(TensorSpec("age", "FP64", (-1,)), TensorSpec("size", "FP32", (-1,)),
+                          TensorSpec("city", "BYTES", (-1,))), outputs=(), tabular=True)
+"""A model fitted on a table: one input per column, in order."""
+
+
+def test_tabular_plain_rows_give_one_value_per_column_by_position() -> None:
+    for tensors in (codecs.rows_to_tensors([[30, 1.5, "Paris"], [40, 2.5, "Rome"]], TABLE),
+                    codecs.columns_to_tensors([[30, 1.5, "Paris"], [40, 2.5, "Rome"]], TABLE)):
+        assert tensors["age"].dtype == np.float64 and tensors["age"].tolist() == [30.0, 40.0]
+        assert tensors["size"].dtype == np.float32
+        assert tensors["city"].tolist() == [b"Paris", b"Rome"]
+    with pytest.raises(InvalidInput, match=r"element: 1 of 'instances' list\. Expecting a row "
+                                           r"of 3 values, one per column of the model "
+                                           r"\(age,size,city\), got: \[40,2\.5\]"):
+        codecs.rows_to_tensors([[30, 1.5, "Paris"], [40, 2.5]], TABLE)
+    with pytest.raises(InvalidInput, match="element: 0 key: city of 'inputs' list. Error: "
+                                           "INVALID_ARGUMENT: JSON Value: 7"):
+        codecs.columns_to_tensors([[30, 1.5, 7]], TABLE)
+    # a signature of several inputs that is not a table keeps TF Serving's rule
+    with pytest.raises(InvalidInput, match="expecting list of objects"):
+        codecs.rows_to_tensors([[1.0, "x"]], TWO)
+
+
+def test_tabular_null_text_is_missing_where_tf_serving_refuses_it() -> None:
+    tensors = codecs.rows_to_tensors([{"age": 1, "size": None, "city": None},
+                                      {"age": 2, "size": 3, "city": "Rome"}], TABLE)
+    assert tensors["city"].tolist() == [None, b"Rome"] and np.isnan(tensors["size"][0])
+    columns = codecs.columns_to_tensors({"age": [1], "size": [2], "city": [None]}, TABLE)
+    assert columns["city"].tolist() == [None]
+    with pytest.raises(InvalidInput, match="element: 1 key: city of 'instances' list"):
+        codecs.rows_to_tensors([[1, 2, None], [1, 2, 5]], TABLE)
+    with pytest.raises(InvalidInput, match="not of expected type: string"):
+        codecs.rows_to_tensors([{"a": 1.0, "b": None}], TWO)
+
+
+def test_a_number_matrix_splits_into_a_tables_number_columns() -> None:
+    numbers = Signature(inputs=(TensorSpec("a", "FP64", (-1,)), TensorSpec("b", "FP32", (-1,))),
+                        outputs=(), tabular=True)
+    tensors = codecs.matrix_to_tensors(np.array([[1.0, 2.0], [3.0, 4.0]]), numbers)
+    assert tensors is not None and tensors["a"].tolist() == [1.0, 3.0]
+    assert tensors["b"].dtype == np.float32
+    assert codecs.matrix_to_tensors(np.array([[1.0, 2.0, 3.0]]), numbers) is None
+    assert codecs.matrix_to_tensors(np.array([[1.0, 2.0**30]]), numbers) is None  # not float32
+    assert codecs.matrix_to_tensors(np.array([[1.0, 2.0, 3.0]]), TABLE) is None  # text column
