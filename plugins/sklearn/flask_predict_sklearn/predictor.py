@@ -3,6 +3,11 @@
 Outputs ``predict`` and, for classifiers, ``predict_proba``. The instances door (AI Platform)
 answers ``predict()`` only, as Google's runtime does; ``tolist()`` keeps integer labels
 integers.
+
+A model fitted on a matrix of numbers takes one input, ``inputs`` (``[-1, n_features]``).
+A model fitted on a pandas DataFrame takes one input per column, and one whose first step
+reads text takes one input of text (:mod:`.columns`); those are given to the model as a
+DataFrame, or as the 1-D array of text, built for each request (:mod:`.frame`).
 """
 
 from __future__ import annotations
@@ -17,8 +22,10 @@ import numpy as np
 from flask_predict import (FailedPrecondition, InvalidInput, ModelMetadata, Predictor,
                            Signature, TensorSpec)
 from flask_predict.codecs import NUMPY_TO_V2, check_shape
+from flask_predict.tabular import known_categories, read_columns, tabular_signature
 from flask_predict.types import DEFAULT_SIGNATURE, Tensor
 
+from .columns import layout
 from .linear import is_linear_classifier, linear_predict, plain_finite
 from .manifest import MODEL_FILES  # noqa: E402  (one list: detection and loading)
 from .onepass import one_pass
@@ -41,7 +48,15 @@ class SklearnPredictor(Predictor):
         if unknown:
             raise TypeError(f"unknown output(s) {unknown}; this model has {list(self.methods)}")
         self.default_outputs = tuple(outputs) if outputs else self.methods
+        self.layout = layout(model)
+        """The columns (or text) the model takes; ``None``: one matrix of numbers."""
         self._metadata = self._describe()
+        if self.layout is not None:
+            from . import frame  # pandas, for these models only
+
+            self.frame = frame
+            self.linear, self.one_pass = False, None
+            return
         self.linear = is_linear_classifier(model)
         """Whether ``predict`` can skip scikit-learn's per-call checks (:func:`linear_predict`)."""
         self.one_pass = one_pass(model) if "predict_proba" in self.methods else None
@@ -70,8 +85,14 @@ class SklearnPredictor(Predictor):
         names = getattr(self.model, "feature_names_in_", None)
         if names is not None:
             properties["feature_names"] = [str(n) for n in names]
-        signature = Signature(inputs=(TensorSpec("inputs", "FP64", (-1, n_features)),),
-                              outputs=tuple(outputs))
+        if self.layout is not None:
+            categories = known_categories(self.layout.columns)
+            if categories:
+                properties["categories"] = categories
+            signature = tabular_signature(self.layout.columns, outputs)
+        else:
+            signature = Signature(inputs=(TensorSpec("inputs", "FP64", (-1, n_features)),),
+                                  outputs=tuple(outputs))
         return ModelMetadata("sklearn", {DEFAULT_SIGNATURE: signature}, properties=properties)
 
     def metadata(self) -> ModelMetadata:
@@ -80,9 +101,15 @@ class SklearnPredictor(Predictor):
     def predict_tensors(self, inputs: Mapping[str, Tensor],
                         outputs: Sequence[str] | None = None,
                         signature: str | None = None) -> dict[str, Tensor]:
+        wanted = outputs or self.default_outputs
+        if self.layout is not None:
+            data = self.frame.to_frame(read_columns(inputs, self.layout.columns), self.layout)
+            try:
+                return self.frame.run_methods(self.model, data, wanted)
+            except ValueError as exc:  # scikit-learn's input validation
+                raise FailedPrecondition(f"Prediction failed: {exc}")
         features = _single_input(inputs)
         check_shape(features, self._metadata.signature.inputs[0])
-        wanted = outputs or self.default_outputs
         try:
             if self.one_pass is not None and "predict_proba" in wanted:
                 predict, predict_proba = self.one_pass(features)
