@@ -5,6 +5,10 @@ NaN and JSON ``null`` are *missing* values (``missing=NaN``), never 0. A row wid
 narrower than the model's feature count is refused: XGBoost itself silently reads a narrow
 row's absent trailing features as missing.
 
+A model without feature names takes one input, ``inputs`` (``[-1, n_features]``); a model
+with them takes one input per feature, categorical features by their categories
+(:mod:`.columns`), turned into the same float32 matrix.
+
 Predictions go through :func:`onepass.one_pass` where it answers exactly as the model's own
 methods (a Booster, XGBRegressor, binary and multiclass XGBClassifier): one XGBoost call per
 request gives every output, through :class:`dense.DensePredict`, XGBoost's own in-place
@@ -25,8 +29,10 @@ import xgboost as xgb
 from flask_predict import (FailedPrecondition, InvalidInput, ModelMetadata, Predictor,
                            Signature, TensorSpec)
 from flask_predict.codecs import NUMPY_TO_V2, check_shape
+from flask_predict.tabular import read_columns, tabular_signature
 from flask_predict.types import DEFAULT_SIGNATURE, Tensor
 
+from .columns import feature_properties, layout, to_matrix
 from .onepass import one_pass
 
 NATIVE_FILES = ("model.bst", "model.json", "model.ubj")
@@ -55,6 +61,8 @@ class XGBoostPredictor(Predictor):
         if unknown:
             raise TypeError(f"unknown output(s) {unknown}; this model has {list(self.methods)}")
         self.default_outputs = tuple(outputs) if outputs else self.methods
+        self.layout = layout(self.booster)
+        """One column per named feature; ``None``: one matrix of numbers."""
         self._metadata = self._describe()
         self.one_pass = one_pass(model)
         """Every output from one XGBoost call; ``None``: the model's own methods."""
@@ -94,11 +102,12 @@ class XGBoostPredictor(Predictor):
         else:
             shape = (-1, num_class) if objective in ("multi:softprob",) else (-1,)
             outputs = [TensorSpec("predict", "FP32", shape)]
-        names = self.booster.feature_names
-        if names:
-            properties["feature_names"] = list(names)
-        signature = Signature(inputs=(TensorSpec("inputs", "FP32", (-1, self.n_features)),),
-                              outputs=tuple(outputs))
+        if self.layout is not None:
+            properties.update(feature_properties(self.booster, self.layout))
+            signature = tabular_signature(self.layout, outputs)
+        else:
+            signature = Signature(inputs=(TensorSpec("inputs", "FP32", (-1, self.n_features)),),
+                                  outputs=tuple(outputs))
         return ModelMetadata("xgboost", {DEFAULT_SIGNATURE: signature}, properties=properties)
 
     def metadata(self) -> ModelMetadata:
@@ -107,6 +116,9 @@ class XGBoostPredictor(Predictor):
     def predict_tensors(self, inputs: Mapping[str, Tensor],
                         outputs: Sequence[str] | None = None,
                         signature: str | None = None) -> dict[str, Tensor]:
+        if self.layout is not None:
+            return self._predict(to_matrix(read_columns(inputs, self.layout), self.layout),
+                                 outputs)
         if len(inputs) != 1:
             raise InvalidInput(f"the model takes one input (a batch of feature rows), got "
                                f"{len(inputs)}: {sorted(inputs)}")
@@ -114,7 +126,10 @@ class XGBoostPredictor(Predictor):
         if features.ndim == 1:
             raise InvalidInput("expected a batch of feature rows (a 2-D array), got 1-D")
         check_shape(features, self._metadata.signature.inputs[0])
-        features = np.require(features, np.float32, ("C", "A"))
+        return self._predict(np.require(features, np.float32, ("C", "A")), outputs)
+
+    def _predict(self, features: Tensor, outputs: Sequence[str] | None) -> dict[str, Tensor]:
+        """Every output asked for (``None``: the defaults) from C-contiguous float32 rows."""
         if np.isinf(features).any():
             raise FailedPrecondition("Prediction failed: Input data contains `inf` or a value "
                                      "too large for float32; NaN or null mark a missing value")
