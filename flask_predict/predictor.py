@@ -119,7 +119,8 @@ class Predictor(abc.ABC):
         """Class labels and scores for each example (TF Serving's ``:classify``).
 
         The default turns the examples into feature rows (:func:`codecs.examples_to_rows`
-        with the ``feature_names`` property), calls :meth:`predict_tensors` for
+        with the ``feature_names`` property), or for a tabular signature into its columns
+        (one feature per column, :func:`codecs.examples_to_columns`), calls :meth:`predict_tensors` for
         :attr:`scores_output` and labels the columns with the ``classes`` property.
         """
         meta = self._example_signature(signature)
@@ -127,8 +128,7 @@ class Predictor(abc.ABC):
             raise FailedPrecondition("Expected classification signature outputs to contain "
                                      f"at least one of \"classes\" or \"scores\": the model "
                                      f"has no {self.scores_output!r} output")
-        rows = codecs.examples_to_rows(examples, meta.properties.get("feature_names"))
-        inputs = {meta.signature.inputs[0].name: rows}
+        inputs = _example_inputs(meta, examples)
         scores = self.predict_tensors(inputs, [self.scores_output], signature)[
             self.scores_output]
         classes = meta.properties.get("classes")
@@ -148,8 +148,7 @@ class Predictor(abc.ABC):
         if "classes" in meta.properties or meta.signature.output(self.values_output) is None:
             raise FailedPrecondition("No regression outputs found: the model is a "
                                      "classifier or has no regression output")
-        rows = codecs.examples_to_rows(examples, meta.properties.get("feature_names"))
-        inputs = {meta.signature.inputs[0].name: rows}
+        inputs = _example_inputs(meta, examples)
         values = self.predict_tensors(inputs, [self.values_output], signature)[
             self.values_output]
         return np.asarray(values)
@@ -158,7 +157,7 @@ class Predictor(abc.ABC):
         meta = self.metadata()
         if signature and signature not in meta.signatures:
             raise InvalidInput(f"No signature was found with the name: {signature}")
-        if len(meta.signature.inputs) != 1:
+        if len(meta.signature.inputs) != 1 and not meta.signature.tabular:
             raise FailedPrecondition("examples need a model with a single input")
         return meta
 
@@ -187,3 +186,13 @@ class Predictor(abc.ABC):
 
     def close(self) -> None:
         """Release framework resources when the version is unloaded. Default: nothing."""
+
+
+def _example_inputs(meta: ModelMetadata, examples: Sequence[Example]) -> dict[str, Tensor]:
+    """The inputs of the default signature from tf.Examples: its columns, or its one
+    input's rows."""
+    signature = meta.signature
+    if signature.tabular:
+        return codecs.examples_to_columns(examples, [spec.name for spec in signature.inputs])
+    rows = codecs.examples_to_rows(examples, meta.properties.get("feature_names"))
+    return {signature.inputs[0].name: rows}

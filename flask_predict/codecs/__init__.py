@@ -11,7 +11,7 @@ response bodies. One module per concern:
 * :mod:`.rows` - row and columnar instances -> named tensors (TF Serving's rules and texts);
 * :mod:`.predictions` - outputs -> rows of predictions; the instances door of tensor
   predictors (tensors -> instances, predictions -> tensors);
-* :mod:`.examples` - tf.Example features -> feature rows.
+* :mod:`.examples` - tf.Example features -> feature rows, or a table's columns.
 
 The face below is what protocols, the service and plugins use, as ``codecs.<name>``; a
 module's other names are its own, for the code that needs exactly that piece.
@@ -23,7 +23,7 @@ from .arrays import (as_bytes, b64_decode, check_shape, has_booleans, json_value
                      to_array)
 from .dtypes import (FLOAT32, FLOAT64, FLOATS, INT64_MAX, INT64_MIN, NUMPY_TO_V2, V2_TO_NUMPY,
                      datatype_of)
-from .examples import examples_to_rows
+from .examples import examples_to_columns, examples_to_rows
 from .parsing import check_depth, loads, loads_v2_infer, number_matrix
 from .predictions import (predictions_to_outputs, predictions_to_tensor, tensors_to_instances,
                           tensors_to_rows)
@@ -42,6 +42,7 @@ __all__ = [
     "as_bytes", "b64_decode", "check_shape", "datatype_of", "has_booleans", "json_value",
     "past_range", "to_array",
     # instances and rows <-> named tensors
-    "columns_to_tensors", "examples_to_rows", "matrix_to_tensors", "predictions_to_outputs",
-    "predictions_to_tensor", "rows_to_tensors", "tensors_to_instances", "tensors_to_rows",
+    "columns_to_tensors", "examples_to_columns", "examples_to_rows", "matrix_to_tensors",
+    "predictions_to_outputs", "predictions_to_tensor", "rows_to_tensors", "tensors_to_instances",
+    "tensors_to_rows",
 ]

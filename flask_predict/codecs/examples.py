@@ -1,4 +1,5 @@
-"""tf.Example features -> feature rows: classify and regress on non-TensorFlow models."""
+"""tf.Example features -> feature rows or a table's columns: classify and regress on
+non-TensorFlow models."""
 
 from __future__ import annotations
 
@@ -48,3 +49,26 @@ def examples_to_rows(examples: Sequence[Mapping[str, Tensor]],
         return np.asarray(rows, dtype=np.float64)
     except ValueError:
         raise InvalidInput("examples hold rows of different lengths")
+
+
+def examples_to_columns(examples: Sequence[Mapping[str, Tensor]],
+                        names: Sequence[str]) -> dict[str, Tensor]:
+    """One object array per column of a tabular model: each example's one value of the
+    feature named after the column (``None`` where the example lacks it), as a Python
+    number or bytes."""
+    columns: dict[str, list[Any]] = {name: [] for name in names}
+    for index, example in enumerate(examples):
+        unknown = [name for name in example if name not in columns]
+        if unknown:
+            raise InvalidInput(f"example {index}: unknown feature(s) {unknown}; the model's "
+                               f"columns are {list(names)}")
+        for name, values in columns.items():
+            value = example.get(name)
+            if value is not None and value.size != 1:
+                raise InvalidInput(f"example {index}: feature {name!r} must hold one value")
+            values.append(None if value is None else value.reshape(-1).tolist()[0])
+    arrays = {}
+    for name, values in columns.items():
+        arrays[name] = np.empty(len(values), dtype=object)
+        arrays[name][:] = values
+    return arrays

@@ -303,3 +303,14 @@ def test_a_number_matrix_splits_into_a_tables_number_columns() -> None:
     assert codecs.matrix_to_tensors(np.array([[1.0, 2.0, 3.0]]), numbers) is None
     assert codecs.matrix_to_tensors(np.array([[1.0, 2.0**30]]), numbers) is None  # not float32
     assert codecs.matrix_to_tensors(np.array([[1.0, 2.0, 3.0]]), TABLE) is None  # text column
+
+
+def test_examples_to_columns_takes_one_value_per_column() -> None:
+    examples = [{"age": np.array([30.0], np.float32), "city": np.array([b"Paris"], dtype=object)},
+                {"age": np.array([41], np.int64)}]
+    columns = codecs.examples_to_columns(examples, ["age", "city"])
+    assert columns["age"].tolist() == [30.0, 41] and columns["city"].tolist() == [b"Paris", None]
+    with pytest.raises(InvalidInput, match=r"example 0: unknown feature\(s\) \['zip'\]"):
+        codecs.examples_to_columns([{"zip": np.array([1.0])}], ["age"])
+    with pytest.raises(InvalidInput, match="example 0: feature 'age' must hold one value"):
+        codecs.examples_to_columns([{"age": np.array([1.0, 2.0])}], ["age"])

@@ -224,3 +224,16 @@ def test_a_matrix_model_keeps_one_input(tmp_path: Path) -> None:
     predictor = served(tmp_path, LogisticRegression().fit(np.eye(4), [0, 1, 0, 1]))
     assert predictor.layout is None and predictor.linear
     assert not predictor.metadata().signature.tabular
+
+
+def test_tf_examples_map_onto_the_columns(mixed: tuple[Any, SklearnPredictor]) -> None:
+    """TF Serving's ``:classify``: one feature per column, text as bytes_list."""
+    model, predictor = mixed
+    examples = [{"age": np.array([row.age], np.int64), "income": np.array([row.income],
+                                                                           np.float32),
+                 "city": text([row.city]), "review": text([row.review]), "note": text(["a"])}
+                for row in SENT.itertuples()]
+    sent = SENT.astype({"income": np.float32})
+    scores = predictor.classify(examples).scores
+    assert scores is not None
+    np.testing.assert_allclose(scores, model.predict_proba(sent), rtol=1e-12)
