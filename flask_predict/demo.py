@@ -9,7 +9,10 @@ Under *DIR*, in TF Serving's layout ``<model>/<version>/...``, with a model conf
   ``NaN`` or ``null``) means *approve*; ``0.0`` is a real value (``model.json``);
 * ``iris_names``: an AI Platform custom prediction routine (``predictor.IrisNames``) that
   answers class names, or probabilities when the request says ``"probabilities": true``;
-* ``half_plus_two``: a TensorFlow SavedModel, ``y = 0.5 * x + 2`` (TF Serving's classic).
+* ``half_plus_two``: a TensorFlow SavedModel, ``y = 0.5 * x + 2`` (TF Serving's classic);
+* ``churn``: a scikit-learn Pipeline fitted on a pandas DataFrame: ``age`` and ``income``
+  scaled, ``city`` one-hot encoded (an unknown city refused), a LogisticRegression answering
+  ``"stays"`` or ``"leaves"``.
 
 A model whose framework or predictor plugin is not installed is left out, with a note that
 names what to install.
@@ -126,12 +129,43 @@ def export_half_plus_two(base: Path, version: int = 1) -> Path:
     return base
 
 
+def train_churn(base: Path, version: int = 1) -> Path:
+    """A Pipeline of a ColumnTransformer and a LogisticRegression fitted on a DataFrame of
+    numbers and text, saved as ``<base>/<version>/model.joblib``."""
+    import joblib
+    import pandas as pd
+    from sklearn.compose import ColumnTransformer
+    from sklearn.linear_model import LogisticRegression
+    from sklearn.pipeline import Pipeline
+    from sklearn.preprocessing import OneHotEncoder, StandardScaler
+
+    customers = pd.DataFrame({
+        "age": [23, 35, 47, 52, 61, 29, 44, 38, 57, 26, 33, 49],
+        "income": [28_000.0, 52_000.0, 61_000.0, 39_000.0, 45_000.0, 31_000.0, 75_000.0,
+                   58_000.0, 33_000.0, 42_000.0, 66_000.0, 36_000.0],
+        "city": ["Paris", "London", "Rome", "Paris", "Rome", "London", "Paris", "Rome",
+                 "London", "Paris", "London", "Rome"]})
+    churned = ["leaves", "stays", "stays", "leaves", "stays", "leaves", "stays", "stays",
+               "leaves", "leaves", "stays", "leaves"]
+    model = Pipeline([
+        ("columns", ColumnTransformer([("numbers", StandardScaler(), ["age", "income"]),
+                                       ("city", OneHotEncoder(), ["city"])])),
+        # fitted to the optimum, as iris is: the same answers from one release to the next
+        ("classify", LogisticRegression(solver="newton-cg", tol=1e-12, max_iter=1000)),
+    ]).fit(customers, churned)
+    folder = base / str(version)
+    folder.mkdir(parents=True)
+    joblib.dump(model, folder / "model.joblib")
+    return base
+
+
 DEMO_MODELS: dict[str, tuple[Callable[[Path], Path], str, dict[str, Any]]] = {
     "iris": (train_iris, "sklearn", {}),
     "loans": (train_xgboost_missing, "xgboost", {}),
     "iris_names": (make_iris_names, "sklearn",
                    {"predictor": "custom", "class": "predictor.IrisNames"}),
     "half_plus_two": (export_half_plus_two, "tensorflow", {}),
+    "churn": (train_churn, "sklearn", {}),
 }
 """Model name -> (builder, the framework it needs, extra model settings)."""
 

@@ -223,7 +223,7 @@ def test_demo_writes_a_model_per_installed_framework_and_each_loads(
     status, out, _ = run_main(capsys, "demo", str(tmp_path))
     assert status == 0
     config = json.loads((tmp_path / "models.json").read_text())["models"]
-    expected = {"iris", "loans", "iris_names"}
+    expected = {"iris", "loans", "iris_names", "churn"}
     try:
         import tensorflow  # noqa: F401
         expected.add("half_plus_two")
