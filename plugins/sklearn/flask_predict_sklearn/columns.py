@@ -21,7 +21,9 @@ so the kind of each column is read from the step that first reads it:
 * anything else: numbers.
 
 A model whose first step takes text (a text vectorizer, a ``FeatureUnion`` of them, through
-nested Pipelines) takes one input of text, ``inputs``.
+nested Pipelines) takes one input of text, ``inputs``. A vectorizer that reads files or
+file objects (``input="filename"`` or ``"file"``) would open what a request names: such a
+model is refused when it loads.
 """
 
 from __future__ import annotations
@@ -76,7 +78,17 @@ def takes_text(model: Any) -> bool:
     if isinstance(step, FeatureUnion):
         parts = [part for _, part in step.transformer_list if part not in (None, "drop")]
         return bool(parts) and all(takes_text(part) for part in parts)
-    return isinstance(step, (CountVectorizer, HashingVectorizer))
+    return isinstance(step, (CountVectorizer, HashingVectorizer)) and reads_text(step)
+
+
+def reads_text(vectorizer: Any) -> bool:
+    """True for a text vectorizer that reads the text it is given; ``TypeError`` for one
+    that would open the files a request names."""
+    source = getattr(vectorizer, "input", "content")
+    if source != "content":
+        raise TypeError(f"{type(vectorizer).__name__}(input={source!r}) would read the files "
+                        "a request names; only input='content' is served")
+    return True
 
 
 def _first_step(model: Any) -> Any:
@@ -139,7 +151,7 @@ def _column(transformer: Any, index: int, name: str, imputed: bool = False) -> C
             text = text or _fitted_on_text(step)
             imputed = True
         return Column(name, TEXT, "BYTES") if text else Column(name)
-    if isinstance(transformer, (CountVectorizer, HashingVectorizer)):
+    if isinstance(transformer, (CountVectorizer, HashingVectorizer)) and reads_text(transformer):
         return Column(name, TEXT, "BYTES")
     if isinstance(transformer, SimpleImputer):
         return Column(name, TEXT, "BYTES") if _fitted_on_text(transformer) else Column(name)

@@ -237,3 +237,21 @@ def test_tf_examples_map_onto_the_columns(mixed: tuple[Any, SklearnPredictor]) -
     scores = predictor.classify(examples).scores
     assert scores is not None
     np.testing.assert_allclose(scores, model.predict_proba(sent), rtol=1e-12)
+
+
+@pytest.mark.parametrize("wrap", [lambda v: make_pipeline(v, LogisticRegression()),
+                                  lambda v: make_pipeline(ColumnTransformer([("t", v, "t")]),
+                                                          LogisticRegression())],
+                         ids=["text", "column"])
+def test_a_vectorizer_that_opens_files_is_refused(tmp_path: Path, wrap: Any) -> None:
+    """``input="filename"`` would open whatever file a request names."""
+    for name, review in enumerate(REVIEWS):
+        (tmp_path / str(name)).write_text(review)
+    files = [str(tmp_path / str(name)) for name in range(len(REVIEWS))]
+    model = wrap(TfidfVectorizer(input="filename"))
+    model.fit(pd.DataFrame({"t": files}) if "Column" in repr(model) else files, LIKED)
+    folder = tmp_path / "model"
+    folder.mkdir()
+    joblib.dump(model, folder / "model.joblib")
+    with pytest.raises(TypeError, match=r"TfidfVectorizer\(input='filename'\) would read"):
+        SklearnPredictor.from_path(str(folder))
