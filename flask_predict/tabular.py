@@ -50,8 +50,10 @@ class Column:
     refuse it; otherwise it reaches the model, which reads it as it documents (often as a
     missing value)."""
     missing_ok: bool = True
-    """A missing value (null, NaN) passes a strict column (it is a category of the model,
-    or is imputed before the model reads it)."""
+    """A missing value (null, NaN) is taken: it is a category of the model, or is imputed
+    before the model reads it, or the model reads it as missing. ``False`` refuses it (400)
+    in a strict column and in a text column the model cannot read missing (a text
+    vectorizer)."""
 
     def spec(self) -> TensorSpec:
         """The column as a signature input: one value per row."""
@@ -168,7 +170,11 @@ def _texts(values: Tensor, column: Column) -> Tensor:
                 raise InvalidInput(f"column {column.name!r}: value {index} is not UTF-8 text")
         elif isinstance(item, float) and math.isnan(item):
             item = None
-        elif not (item is None or isinstance(item, str) or column.kind == ANY):
+        if item is None:
+            if not (column.missing_ok or column.categories):  # categories say it their way
+                raise InvalidInput(f"column {column.name!r}: value {index} is missing (null); "
+                                   "the model reads text there and takes no missing value")
+        elif not (isinstance(item, str) or column.kind == ANY):
             raise InvalidInput(f"column {column.name!r}: expected text, got "
                                f"{'numbers' if _is_number(item) else _kind_of(item)}")
         out[index] = item

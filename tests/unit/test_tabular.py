@@ -77,6 +77,17 @@ def test_numbers_with_nulls_are_nan_and_numeric_categories_match_by_value() -> N
         read_columns({"grade": np.array([3.5])}, (grade,))
 
 
+def test_a_text_column_that_takes_no_missing_value_refuses_null() -> None:
+    """A text vectorizer cannot read a missing text (``missing_ok=False``)."""
+    review = Column("review", TEXT, "BYTES", missing_ok=False)
+    with pytest.raises(InvalidInput, match=r"column 'review': value 1 is missing \(null\)"):
+        read_columns({"review": text("fine", None)}, (review,))
+    with pytest.raises(InvalidInput, match="column 'review': value 0 is missing"):
+        read_columns({"review": text(math.nan)}, (review,))
+    note = Column("note", TEXT, "BYTES")  # an imputer fills it: taken
+    assert read_columns({"note": text(None, b"x")}, (note,))["note"].tolist() == [None, "x"]
+
+
 def test_lenient_categories_reach_the_model_and_any_column_keeps_numbers() -> None:
     lenient = Column("city", TEXT, "BYTES", categories={"Paris": 0})
     assert read_columns({"city": text("Berlin")}, (lenient,))["city"].tolist() == ["Berlin"]

@@ -54,7 +54,7 @@ class Layout:
 def layout(model: Any) -> Layout | None:
     """The inputs of *model*; ``None`` for a model fitted on a matrix of numbers."""
     if takes_text(model):
-        return Layout((Column(TEXT_INPUT, TEXT, "BYTES"),), text=True)
+        return Layout((Column(TEXT_INPUT, TEXT, "BYTES", missing_ok=False),), text=True)
     names = getattr(model, "feature_names_in_", None)
     if names is None:
         return None
@@ -152,7 +152,7 @@ def _column(transformer: Any, index: int, name: str, imputed: bool = False) -> C
             imputed = True
         return Column(name, TEXT, "BYTES") if text else Column(name)
     if isinstance(transformer, (CountVectorizer, HashingVectorizer)) and reads_text(transformer):
-        return Column(name, TEXT, "BYTES")
+        return Column(name, TEXT, "BYTES", missing_ok=imputed)  # it cannot read None
     if isinstance(transformer, SimpleImputer):
         return Column(name, TEXT, "BYTES") if _fitted_on_text(transformer) else Column(name)
     categories = getattr(transformer, "categories_", None)

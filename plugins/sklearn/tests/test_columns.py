@@ -110,6 +110,16 @@ def test_a_wrong_column_is_the_clients_error_naming_it(
     assert message in caught.value.message
 
 
+def test_a_vectorized_column_takes_no_missing_text(
+        mixed: tuple[Any, SklearnPredictor]) -> None:
+    """A vectorizer fails on a missing text (a server error): it is the client's error,
+    found before the model runs."""
+    review = text(SENT.review)
+    review[1] = None
+    with pytest.raises(InvalidInput, match="column 'review': value 1 is missing"):
+        mixed[1].predict_tensors({**columns_of(SENT), "review": review})
+
+
 def test_a_dropped_column_takes_any_value(mixed: tuple[Any, SklearnPredictor]) -> None:
     model, predictor = mixed
     inputs = {**columns_of(SENT), "note": np.array([1, 2, 3])}
