@@ -9,6 +9,7 @@ response bodies. One module per concern:
 * :mod:`.dtypes` - the one datatype table and integer range check;
 * :mod:`.arrays` - JSON values <-> arrays by V2 datatype, ``{"b64": ...}``;
 * :mod:`.rows` - row and columnar instances -> named tensors (TF Serving's rules and texts);
+  :mod:`.json_tensor` - one JSON value -> its tensor, by the same rules;
 * :mod:`.predictions` - outputs -> rows of predictions; the instances door of tensor
   predictors (tensors -> instances, predictions -> tensors);
 * :mod:`.examples` - tf.Example features -> feature rows, or a table's columns.

@@ -14,7 +14,7 @@ import numpy as np
 from ... import codecs
 from ...codecs import tfnumbers
 from ...codecs.arrays import b64_bytes, is_b64
-from ...codecs.rows import json_type
+from ...codecs.json_tensor import json_type
 from ...errors import InvalidInput, ModelNotFound
 from ...served import LoadedVersion, ServedModel
 from ...types import Classification, Example, Signature, Tensor, TensorSpec
