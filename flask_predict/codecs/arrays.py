@@ -86,10 +86,12 @@ def _walk_for_booleans(values: Any) -> bool:
     return False
 
 
-def to_array(values: Any, datatype: str, name: str) -> Tensor:
-    """Decode JSON *values* (nested lists or a scalar) into an array of *datatype*."""
+def to_array(values: Any, datatype: str, name: str, missing: bool = False) -> Tensor:
+    """Decode JSON *values* (nested lists or a scalar) into an array of *datatype*.
+    *missing*: ``null`` in BYTES values is a missing value, ``None`` (a table's text
+    column); elsewhere it is refused."""
     if datatype == "BYTES":
-        return _bytes_array(values, name)
+        return _bytes_array(values, name, missing)
     dtype = numpy_dtype(datatype, name)
     try:
         array = np.asarray(values)
@@ -176,14 +178,14 @@ def _shape_problem(exc: Exception) -> str:
     return "values are not a rectangular array of numbers"
 
 
-def _bytes_array(values: Any, name: str) -> Tensor:
+def _bytes_array(values: Any, name: str, missing: bool = False) -> Tensor:
     shape = dense_shape(values)
     leaves: list[Any] = []
     _collect(values, shape, 0, leaves, name)
     for index, value in enumerate(leaves):
         if isinstance(value, str):
             leaves[index] = value.encode("utf-8")
-        elif isinstance(value, bytes):  # protobuf's bytes fields (gRPC)
+        elif isinstance(value, bytes) or (missing and value is None):  # bytes: gRPC's fields
             pass
         elif is_b64(value):
             leaves[index] = b64_decode(value, name)

@@ -61,6 +61,14 @@ def test_to_array_null_is_nan_in_float_inputs() -> None:
     assert np.isnan(array[0, 0]) and np.isnan(array[1, 1]) and array[0, 1] == 1.0
 
 
+def test_to_array_null_in_bytes_is_missing_only_when_asked() -> None:
+    """A table's text column (V2 BYTES data): ``null`` is a missing value, ``None``."""
+    array = codecs.to_array([["a"], [None]], "BYTES", "city", missing=True)
+    assert array.shape == (2, 1) and array.tolist() == [[b"a"], [None]]
+    with pytest.raises(InvalidInput, match="input 'city': expected strings"):
+        codecs.to_array([["a"], [None]], "BYTES", "city")
+
+
 @pytest.mark.parametrize("values, datatype, message", [
     ([["1.5", 2.0]], "FP64", "got strings"),
     ([[1.0, "a"], [None, 2.0]], "FP64", "expected numbers"),

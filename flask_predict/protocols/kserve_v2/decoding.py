@@ -54,6 +54,8 @@ def decode_full(header: Any, binary: bytes, model: str, version: str | None,
     Inputs are checked against their ``shape`` and ``datatype``, then fitted to the model:
     a single-input model takes its input under any name, and numbers are cast to the
     model's datatype when that loses no kind (integers to floats, not floats to integers).
+    A table's columns (``Signature.tabular``) also come as ``[N, 1]`` (the pandas codec of
+    MLServer and KServe), and ``null`` in their BYTES data is a missing value.
     """
     if not isinstance(header, dict):
         raise InvalidInput("the request body must be a JSON object")
@@ -66,7 +68,7 @@ def decode_full(header: Any, binary: bytes, model: str, version: str | None,
         raise InvalidInput("missing 'inputs'")
     if not isinstance(raw_inputs, list) or not raw_inputs:
         raise InvalidInput("'inputs' must be a non-empty list of tensors")
-    inputs = decode_inputs(raw_inputs, binary, limits)
+    inputs = decode_inputs(raw_inputs, binary, limits, signature.tabular)
     names, options = decode_outputs(header.get("outputs"), parameters)
     request = InferenceRequest(model=model, version=version,
                                inputs=fit_inputs(inputs, signature), outputs=names,
@@ -74,12 +76,12 @@ def decode_full(header: Any, binary: bytes, model: str, version: str | None,
     return DecodedInfer(request, request_id, options)
 
 
-def decode_inputs(raw_inputs: list[Any], binary: bytes,
-                  limits: Limits | None = None) -> dict[str, Tensor]:
+def decode_inputs(raw_inputs: list[Any], binary: bytes, limits: Limits | None = None,
+                  missing: bool = False) -> dict[str, Tensor]:
     """Each ``$request_input`` as an array of its shape; binary inputs take their bytes
     from *binary* in order, and every byte of it must be used. A shape over *limits*
     (elements per tensor, instances in its first dimension) is refused (413) before any
-    value is read."""
+    value is read. *missing*: ``null`` in BYTES data is a missing value (``None``)."""
     inputs: dict[str, Tensor] = {}
     offset = 0
     for index, raw in enumerate(raw_inputs):
@@ -115,7 +117,7 @@ def decode_inputs(raw_inputs: list[Any], binary: bytes,
             inputs[name] = binary_to_array(binary[offset:offset + size], datatype, shape, name)
             offset += size
         elif "data" in raw:
-            inputs[name] = json_to_array(raw["data"], datatype, shape, name)
+            inputs[name] = json_to_array(raw["data"], datatype, shape, name, missing)
         else:
             raise InvalidInput(f"input {name!r}: missing 'data'")
     if offset != len(binary):
@@ -124,14 +126,15 @@ def decode_inputs(raw_inputs: list[Any], binary: bytes,
     return inputs
 
 
-def json_to_array(data: Any, datatype: str, shape: tuple[int, ...], name: str) -> Tensor:
+def json_to_array(data: Any, datatype: str, shape: tuple[int, ...], name: str,
+                  missing: bool = False) -> Tensor:
     """JSON ``data``, nested or flat, as an array of *shape* (row-major). A flat list is
     counted before it is converted."""
     counted = None
     if isinstance(data, list) and data and not isinstance(data[0], list):
         counted = len(data)
         _check_count(counted, shape, name)
-    array = codecs.to_array(data, datatype, name)
+    array = codecs.to_array(data, datatype, name, missing)
     if array.size != counted:  # nested data, or a flat list that did not stay flat
         _check_count(array.size, shape, name)
     return array.reshape(shape)
@@ -213,7 +216,8 @@ def _flag(parameters: Mapping[str, Any], key: str, where: str,
 
 
 def fit_inputs(inputs: dict[str, Tensor], signature: Signature) -> dict[str, Tensor]:
-    """Fit decoded inputs to the model: rename a single input, cast numbers losslessly."""
+    """Fit decoded inputs to the model: rename a single input, cast numbers losslessly,
+    take a table's ``[N, 1]`` column as its ``[N]`` values."""
     single = len(signature.inputs) == 1 and len(inputs) == 1
     fitted = {}
     for name, array in inputs.items():
@@ -221,6 +225,8 @@ def fit_inputs(inputs: dict[str, Tensor], signature: Signature) -> dict[str, Ten
         if spec is None:
             fitted[name] = array
         else:  # errors name the input as the request does
+            if signature.tabular and array.ndim == 2 and array.shape[1] == 1:
+                array = array.reshape(-1)
             fitted[spec.name] = _cast(array, spec, name)
     return fitted
 
