@@ -158,9 +158,14 @@ def _set_spec(spec: Any, loaded: LoadedVersion, signature: str) -> None:
 
 def decode_inputs(protos: Any, signature: Signature) -> dict[str, Tensor]:
     """The request's tensors, which must be exactly the signature's inputs (TF Serving's
-    checks and messages); numbers are cast to the signature's type when no kind is lost."""
+    checks and messages); numbers are cast to the signature's type when no kind is lost.
+    A table's (``Signature.tabular``) rows may also come as one tensor of any other name,
+    ``[N, columns]``, which the model splits by position."""
     expected = {spec.name: spec for spec in signature.inputs}
     sent = sorted(protos.keys())
+    if signature.tabular and len(sent) == 1 and len(expected) > 1 and sent[0] not in expected:
+        (alias,) = sent
+        return {alias: tensor_proto.from_tensor_proto(protos[alias], alias)}
     if len(sent) != len(expected):
         extra = sorted(set(sent) - set(expected))
         missing = sorted(set(expected) - set(sent))
