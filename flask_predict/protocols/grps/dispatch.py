@@ -15,6 +15,7 @@ from ...served import LoadedVersion, ServedModel
 from ...traffic import Samples
 from ...types import InferenceRequest, Tensor
 from . import wire, yaml_text
+from .gmap import gmap_row
 
 if TYPE_CHECKING:  # the state module is Flask's side; only its type is needed here
     from ...state import PredictState
@@ -97,10 +98,12 @@ def check_limits(state: PredictState, message: wire.GrpsRequest) -> None:
 def predict(state: PredictState, loaded: LoadedVersion,
             message: wire.GrpsRequest) -> tuple[str, Any]:
     """The answer's payload (kind, value) from the held version *loaded*: model outputs
-    for tensors, else what the predictor's instances door returns (tensors too, as arrays,
-    for a custom predictor that declares no signature; see :func:`wire.encode_predictions`)."""
-    if message.is_tensors and not loaded.metadata.instances_door:
-        return "outputs", predict_tensors(state, loaded, message)
+    for tensors (and a table's gmap row), else what the predictor's instances door returns
+    (tensors too, as arrays, for a custom predictor that declares no signature; see
+    :func:`wire.encode_predictions`)."""
+    inputs = tensor_inputs(loaded, message)
+    if inputs is not None:
+        return "outputs", predict_tensors(state, loaded, inputs)
     predictions = state.service.predict_instances(loaded, message.instances(), {})
     return wire.encode_predictions(predictions)
 
@@ -108,15 +111,28 @@ def predict(state: PredictState, loaded: LoadedVersion,
 def predict_stream(state: PredictState, loaded: LoadedVersion,
                    message: wire.GrpsRequest) -> Iterator[tuple[str, Any]]:
     """One payload per message the model streams (a tensor model answers once)."""
-    if message.is_tensors and not loaded.metadata.instances_door:
-        return iter([("outputs", predict_tensors(state, loaded, message))])
+    inputs = tensor_inputs(loaded, message)
+    if inputs is not None:
+        return iter([("outputs", predict_tensors(state, loaded, inputs))])
     return (wire.encode_predictions(predictions) for predictions in
             state.service.predict_stream(loaded, message.instances(), {}))
 
 
+def tensor_inputs(loaded: LoadedVersion, message: wire.GrpsRequest) -> dict[str, Tensor] | None:
+    """The model's inputs from a message for its tensor door: its tensors, or for a model
+    fitted on a table a gmap as one row; ``None`` for the instances door."""
+    if loaded.metadata.instances_door:
+        return None
+    signature = loaded.metadata.signature
+    if message.is_tensors:
+        return wire.bind_inputs(message.value, signature)
+    if message.kind == "gmap" and signature.tabular:
+        return gmap_row(message.value)
+    return None
+
+
 def predict_tensors(state: PredictState, loaded: LoadedVersion,
-                    message: wire.GrpsRequest) -> dict[str, Tensor]:
-    inputs = wire.bind_inputs(message.value, loaded.metadata.signature)
+                    inputs: dict[str, Tensor]) -> dict[str, Tensor]:
     result = state.service.predict(loaded, InferenceRequest(model=loaded.name, inputs=inputs,
                                                             version=str(loaded.version)))
     return result.outputs

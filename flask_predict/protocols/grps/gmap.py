@@ -1,6 +1,7 @@
 """grps's ``GenericMapData`` (``gmap``) in JSON: string-keyed maps of strings, bytes
 (base64), int32, int64 (numbers or strings), floats and doubles (``NaN``/``Infinity`` as
-strings, as protobuf's JSON mapping writes them)."""
+strings, as protobuf's JSON mapping writes them). For a model fitted on a table, one gmap
+is one row: its maps merged, each key a column (:func:`gmap_row`)."""
 
 from __future__ import annotations
 
@@ -13,6 +14,7 @@ import numpy as np
 
 from ... import codecs
 from ...errors import InvalidInput, PredictorFailed
+from ...types import Tensor
 
 GMAP_FIELDS = ("s_s", "s_b", "s_i32", "s_i64", "s_f", "s_d")
 INT32 = (-(2 ** 31), 2 ** 31 - 1)
@@ -75,6 +77,26 @@ def _integer(value: Any) -> int | None:
         except ValueError:
             return None
     return None
+
+
+def gmap_row(gmap: Mapping[str, Mapping[str, Any]]) -> dict[str, Tensor]:
+    """A decoded gmap as one row of a table: each key of each map a column holding its one
+    value (text from ``s_s`` and ``s_b``, numbers from the others); a key in two maps is
+    refused."""
+    row: dict[str, Tensor] = {}
+    where: dict[str, str] = {}
+    for field, entries in gmap.items():
+        for key, value in entries.items():
+            if key in row:
+                raise InvalidInput(f"gmap: {key!r} is in both {where[key]} and {field}: a "
+                                   "row gives each column once")
+            column = np.empty(1, dtype=object) if field in ("s_s", "s_b") else np.empty(
+                1, dtype=np.int64 if field in ("s_i32", "s_i64") else np.float64)
+            column[0] = value
+            row[key], where[key] = column, field
+    if not row:
+        raise InvalidInput("gmap: no values; a row names each column of the model")
+    return row
 
 
 def is_gmap(value: Any) -> bool:

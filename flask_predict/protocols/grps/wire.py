@@ -193,10 +193,13 @@ def _number(value: Any, datatype: str, label: str) -> Any:
 
 
 def bind_inputs(tensors: Sequence[tuple[str, Tensor]], signature: Signature) -> dict[str, Tensor]:
-    """Named tensors as they are; unnamed ones to the signature's inputs, in order."""
+    """Named tensors as they are; unnamed ones to the signature's inputs, in order. A
+    table's (``Signature.tabular``) one unnamed tensor is its rows, split by the model."""
     if tensors and tensors[0][0]:
         return dict(tensors)
     names = [spec.name for spec in signature.inputs]
+    if signature.tabular and len(tensors) == 1 and len(names) > 1:
+        return {"tensor 0": tensors[0][1]}
     if len(names) != len(tensors):
         raise InvalidInput(f"the model takes {len(names)} input(s) {names}; got "
                            f"{len(tensors)} unnamed tensor(s): name them")
