@@ -95,6 +95,13 @@
   }
 
   function exampleRows(model) {
+    // a table's columns (one value per row each): one object naming them
+    const columns = model.inputs.length > 1 && model.inputs.every(
+      (input) => input.shape && input.shape.length === 1);
+    if (columns) {
+      return JSON.stringify([Object.fromEntries(model.inputs.map(
+        (input) => [input.name, input.datatype === "BYTES" ? "" : 0]))]);
+    }
     const shape = model.inputs.length ? model.inputs[0].shape : null;
     const width = shape && shape.length === 2 && shape[1] > 0 ? shape[1] : 1;
     return JSON.stringify([new Array(width).fill(0)]);
