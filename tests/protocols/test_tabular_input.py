@@ -17,8 +17,7 @@ from flask.testing import FlaskClient
 from google.protobuf import json_format
 
 from flask_predict.grpc.messages import grps, tf as tf_messages, tfs, v2
-from flask_predict.server import start_grpc, stop_grpc
-from tests.conftest import AppFactory
+from tests.grpc_app import serving
 from tests.tabular_models import train_people, train_reviews, train_shops
 
 DROP = object()
@@ -51,20 +50,14 @@ CASES: dict[str, tuple[str, dict[str, Any], str]] = {
 
 
 @pytest.fixture(scope="module")
-def served(make_app: AppFactory, tmp_path_factory: pytest.TempPathFactory
-           ) -> Iterator[tuple[Flask, int]]:
+def served(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[Flask, int]]:
     root = tmp_path_factory.mktemp("tabular")
     models = {}
     for name, train in (("people", train_people), ("shops", train_shops),
                         ("reviews", train_reviews)):
         train(root / name)
         models[name] = {"base_path": str(root / name)}
-    app = make_app(models, grpc_port=0, grpc_host="127.0.0.1")
-    server = start_grpc(app)
-    try:
-        yield app, server.port
-    finally:
-        stop_grpc(app, grace=0)
+    yield from serving(models)
 
 
 @pytest.fixture()

@@ -6,28 +6,13 @@ from typing import Any, Iterator
 
 import grpc
 import pytest
-from flask import Flask
 
-from flask_predict import FlaskPredict
 from flask_predict.grpc.auth import is_loopback_peer
-from flask_predict.server import start_grpc, stop_grpc
+from tests.grpc_app import serving
 
 tritonclient_grpc = pytest.importorskip("tritonclient.grpc")
 health_pb2 = pytest.importorskip("grpc_health.v1.health_pb2")
 health_pb2_grpc = pytest.importorskip("grpc_health.v1.health_pb2_grpc")
-
-
-def serving(model_config: dict[str, Any], **settings: Any) -> Iterator[tuple[Flask, int]]:
-    app = Flask("grpc_auth")
-    app.config.update(PREDICT_MODELS=model_config, PREDICT_POLL_SECONDS=0,
-                      PREDICT_GRPC_PORT=0, PREDICT_GRPC_HOST="127.0.0.1",
-                      **{f"PREDICT_{k.upper()}": v for k, v in settings.items()})
-    FlaskPredict(app)
-    server = start_grpc(app)
-    try:
-        yield app, server.port
-    finally:
-        stop_grpc(app, grace=0)
 
 
 @pytest.fixture()
