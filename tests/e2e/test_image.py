@@ -168,7 +168,7 @@ def post(container: Container, path: str, body: Any = None, data: bytes | None =
 
 def test_the_demo_wrote_every_framework_s_model(models: Path) -> None:
     config = json.loads((models / "models.json").read_text())["models"]
-    assert set(config) == {"iris", "loans", "iris_names", "half_plus_two"}
+    assert set(config) == {"iris", "loans", "iris_names", "half_plus_two", "churn"}
 
 
 def test_every_protocol_through_the_front(container: Container) -> None:
@@ -181,6 +181,9 @@ def test_every_protocol_through_the_front(container: Container) -> None:
     assert loans["predictions"][0] > 0.9 > 0.1 > loans["predictions"][1]
     assert post(container, "/v1/models/half_plus_two:predict",
                 {"instances": [1.0, 2.0, 5.0]}) == {"predictions": [2.5, 3.0, 4.5]}
+    assert post(container, "/v1/projects/demo/models/churn:predict", {"instances": [
+        {"age": 31, "income": 40000, "city": "Paris"},
+        {"age": 58, "income": 61000, "city": "Rome"}]}) == {"predictions": ["leaves", "stays"]}
     v2 = post(container, "/v2/models/iris/infer", {"inputs": [
         {"name": "x", "shape": [2, 4], "datatype": "FP64", "data": sum(ROWS, [])}]})
     assert {o["name"]: o["data"] for o in v2["outputs"]}["predict"] == [0, 2]
