@@ -209,16 +209,21 @@ def changed(model: str, change: dict[str, Any]) -> dict[str, list[Any]]:
     return {name: values for name, values in columns.items() if values is not DROP}
 
 
-@pytest.mark.parametrize("protocol", sorted(PROTOCOLS))
-@pytest.mark.parametrize("case", sorted(CASES))
+def carried(protocol: str, case: str) -> bool:
+    """Whether *protocol*'s form can say what *case* sends: a null, or ragged columns."""
+    model, change, _ = CASES[case]
+    if protocol in NO_NULL and any(None in values for values in changed(model, change).values()):
+        return False
+    return not (protocol in ONE_ROW and case == "ragged")
+
+
+@pytest.mark.parametrize(("protocol", "case"), [
+    (protocol, case) for protocol in sorted(PROTOCOLS) for case in sorted(CASES)
+    if carried(protocol, case)])
 def test_bad_columns_are_the_clients_error_naming_them(
         client: FlaskClient, served: tuple[Flask, int], protocol: str, case: str) -> None:
     model, change, named = CASES[case]
     columns = changed(model, change)
-    if protocol in NO_NULL and any(None in values for values in columns.values()):
-        pytest.skip("this form carries no null")
-    if protocol in ONE_ROW and case == "ragged":
-        pytest.skip("one row has no ragged columns")
     status, message = PROTOCOLS[protocol](client, served[1], model, columns)
     assert status == 400, message
     assert named in message and len(message) < 2000, message[:2000]
