@@ -15,9 +15,9 @@ def serving(model_config: dict[str, Any], **settings: Any) -> Iterator[tuple[Fla
     """Yield the app serving *model_config* (keyword arguments become ``PREDICT_*`` keys)
     and its gRPC port on 127.0.0.1; stop the gRPC server after."""
     app = Flask("grpc_app")
-    app.config.update(PREDICT_MODELS=model_config, PREDICT_POLL_SECONDS=0,
-                      PREDICT_GRPC_PORT=0, PREDICT_GRPC_HOST="127.0.0.1",
-                      **{f"PREDICT_{k.upper()}": v for k, v in settings.items()})
+    app.config.update({"PREDICT_MODELS": model_config, "PREDICT_POLL_SECONDS": 0,
+                       "PREDICT_GRPC_PORT": 0, "PREDICT_GRPC_HOST": "127.0.0.1",
+                       **{f"PREDICT_{k.upper()}": v for k, v in settings.items()}})
     FlaskPredict(app)
     server = start_grpc(app)
     try:

@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import json
 import shutil
-import threading
 import time
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
@@ -18,6 +17,7 @@ import pytest
 
 from tests import models
 from tests.e2e.server import GunicornServer, request
+from tests.traffic import Traffic
 
 pytestmark = pytest.mark.e2e
 
@@ -106,32 +106,6 @@ def consecutive(check: Callable[[], bool], count: int = 20, timeout: float = 30)
         asked += 1
         streak = streak + 1 if check() else 0
     return asked
-
-
-class Traffic:
-    """Sends requests in a loop on another thread and keeps every answer that failed."""
-
-    def __init__(self, send: Callable[[], tuple[int, Any]]) -> None:
-        self.send = send
-        self.answers: list[tuple[int, Any]] = []
-        self._stop = threading.Event()
-        self._thread = threading.Thread(target=self._run)
-
-    def _run(self) -> None:
-        while not self._stop.is_set():
-            self.answers.append(self.send())
-
-    def __enter__(self) -> Traffic:
-        self._thread.start()
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self._stop.set()
-        self._thread.join(60)
-
-    @property
-    def failed(self) -> list[tuple[int, Any]]:
-        return [answer for answer in self.answers if answer[0] != 200]
 
 
 @pytest.fixture()

@@ -10,7 +10,6 @@ from __future__ import annotations
 import json
 import os
 import signal
-import threading
 import time
 from pathlib import Path
 from typing import Any, Callable, Iterator
@@ -23,6 +22,7 @@ from sklearn.neighbors import KNeighborsClassifier
 
 from tests import models
 from tests.e2e.server import GunicornServer, load_benchmark, request, worker_pids
+from tests.traffic import Traffic
 
 pytestmark = pytest.mark.e2e
 harness = load_benchmark("harness")
@@ -118,33 +118,11 @@ def assert_shared(server: GunicornServer, model_mib: float) -> None:
         assert private < model_mib / 2, f"worker {pid}: {private:.0f} MiB private"
 
 
-class Traffic:
-    """Predictions and readiness probes in a loop on another thread; keeps every answer."""
-
-    def __init__(self, server: GunicornServer) -> None:
-        self.server = server
-        self.answers: list[tuple[str, int]] = []
-        self._stop = threading.Event()
-        self._thread = threading.Thread(target=self._run)
-
-    def _run(self) -> None:
-        while not self._stop.is_set():
-            self.answers.append(("knn",) + (knn_version(self.server)[0],))
-            self.answers.append(("xgb", predict(self.server, "xgb", ROWS[:2])[0]))
-            self.answers.append(("ready", request("GET", self.server.url +
-                                                  "/v2/health/ready")[0]))
-
-    def __enter__(self) -> Traffic:
-        self._thread.start()
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self._stop.set()
-        self._thread.join(60)
-
-    @property
-    def failed(self) -> list[tuple[str, int]]:
-        return [answer for answer in self.answers if answer[1] != 200]
+def traffic(server: GunicornServer) -> Traffic:
+    """Predictions of both models and readiness probes, in turn."""
+    return Traffic(lambda: (knn_version(server)[0], "knn"),
+                   lambda: (predict(server, "xgb", ROWS[:2])[0], "xgb"),
+                   lambda: (request("GET", server.url + "/v2/health/ready")[0], "ready"))
 
 
 @pytest.fixture(scope="module")
@@ -228,11 +206,11 @@ def test_new_version_reaches_every_worker_shared_with_no_failed_request(
         served: tuple[GunicornServer, Path], tmp_path: Path) -> None:
     server, root = served
     before = settled_workers(server)
-    with Traffic(server) as traffic:
+    with traffic(server) as sent:
         train_knn(root / "knn", version=2)
         every_worker(server, lambda: knn_version(server) == (200, "2"))
         after = settled_workers(server)
-    assert traffic.answers and traffic.failed == [], "no request failed, readiness held"
+    assert sent.answers and sent.failed == [], "no request failed, readiness held"
     assert not after & before, "every worker was replaced by one that inherits version 2"
     assert_shared(server, knn_mib(root))
     status, _, data = request("GET", server.url + "/v1/models/knn")
@@ -244,13 +222,13 @@ def test_new_version_reaches_every_worker_shared_with_no_failed_request(
     before = settled_workers(server)
     (tmp_path / "broken").mkdir()
     (tmp_path / "broken" / "model.joblib").write_bytes(b"not a pickle")
-    with Traffic(server) as traffic:
+    with traffic(server) as sent:
         publish(tmp_path / "broken", root / "knn" / "3")
 
         def failed_everywhere() -> bool:
             return request("GET", server.url + "/v2/models/knn/versions/3/ready")[0] == 400
         every_worker(server, failed_everywhere)
-    assert traffic.answers and traffic.failed == []
+    assert sent.answers and sent.failed == []
     assert server.process is not None and children(server.process.pid) == before
     assert knn_version(server) == (200, "2")
     failed = "model 'knn' version 3 failed to load"

@@ -11,9 +11,8 @@ import grpc
 import pytest
 from flask import Flask
 
-from flask_predict import FlaskPredict
 from flask_predict.service import ModelService
-from flask_predict.server import start_grpc, stop_grpc
+from tests import grpc_app
 
 grpcclient = pytest.importorskip("tritonclient.grpc")
 from tritonclient.utils import InferenceServerException  # noqa: E402
@@ -34,17 +33,14 @@ def served(model_config: dict[str, Any], tmp_path: Path, monkeypatch: pytest.Mon
             return _method(self, *args)
 
         monkeypatch.setattr(ModelService, name, spy)
-    app = Flask("control_plane")
-    app.config.update(PREDICT_MODELS={"iris": model_config["iris"]}, PREDICT_POLL_SECONDS=60,
-                      PREDICT_STATE_DIR=str(tmp_path / "state"), PREDICT_GRPC_PORT=0,
-                      PREDICT_GRPC_HOST="127.0.0.1", PREDICT_PROTOCOLS=["kserve_v2", "grps"])
-    FlaskPredict(app)
-    server = start_grpc(app)
-    try:
-        yield app, server.port, calls
-    finally:
-        stop_grpc(app, grace=0)
-        app.extensions["predict"].service.control.stop()
+    config = {"iris": model_config["iris"]}
+    for app, port in grpc_app.serving(config, poll_seconds=60,
+                                      state_dir=str(tmp_path / "state"),
+                                      protocols=["kserve_v2", "grps"]):
+        try:
+            yield app, port, calls
+        finally:
+            app.extensions["predict"].service.control.stop()
 
 
 EXPECTED = [("index",), ("unload", "iris"), ("load", "iris"), ("set_online", False),

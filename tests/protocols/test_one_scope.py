@@ -12,10 +12,9 @@ import numpy as np
 import pytest
 from flask import Flask
 
-from flask_predict import FlaskPredict
 from flask_predict.record import RequestRecord
 from flask_predict.scope import Scopes
-from flask_predict.server import start_grpc, stop_grpc
+from tests import grpc_app
 
 grpcclient = pytest.importorskip("tritonclient.grpc")
 
@@ -39,16 +38,8 @@ def served(model_config: dict[str, Any], monkeypatch: pytest.MonkeyPatch
 
     monkeypatch.setattr(Scopes, "open", spy_open)
     monkeypatch.setattr(Scopes, "close", spy_close)
-    app = Flask("one_scope")
-    app.config.update(PREDICT_MODELS={"iris": model_config["iris"]}, PREDICT_POLL_SECONDS=0,
-                      PREDICT_ACCESS_LOG="json", PREDICT_GRPC_PORT=0,
-                      PREDICT_GRPC_HOST="127.0.0.1")
-    FlaskPredict(app)
-    server = start_grpc(app)
-    try:
-        yield app, server.port, calls
-    finally:
-        stop_grpc(app, grace=0)
+    for app, port in grpc_app.serving({"iris": model_config["iris"]}, access_log="json"):
+        yield app, port, calls
 
 
 def test_rest_and_grpc_leave_the_same_record_metrics_and_access_line(
