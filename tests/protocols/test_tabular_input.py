@@ -264,3 +264,12 @@ def test_tf_serving_columnar_errors_name_the_column_of_a_table(client: FlaskClie
     assert answer.status_code == 400
     assert answer.get_json()["error"] == ("column 'age': JSON Value: \"thirty\" Type: String "
                                           "is not of expected type: double")
+
+
+def test_a_grps_gmap_row_without_typed_maps_names_them(client: FlaskClient) -> None:
+    """grps ignores a gmap's unknown fields, as protobuf's parser does: a row written as a
+    plain object leaves no value, and the answer says where the values go."""
+    status, message = _post(client, "/grps/v1/infer/predict", {
+        "model": "people", "gmap": {"age": 31, "income": 40000.5, "city": "Paris"}})
+    assert status == 400
+    assert "no values in s_s, s_b, s_i32, s_i64, s_f, s_d" in message, message

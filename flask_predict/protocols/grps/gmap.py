@@ -95,7 +95,8 @@ def gmap_row(gmap: Mapping[str, Mapping[str, Any]]) -> dict[str, Tensor]:
             column[0] = value
             row[key], where[key] = column, field
     if not row:
-        raise InvalidInput("gmap: no values; a row names each column of the model")
+        raise InvalidInput(f"gmap: no values in {', '.join(GMAP_FIELDS)}; a row names each "
+                           "column of the model in the map of its type (s_s for text)")
     return row
 
 
