@@ -124,19 +124,21 @@ WORKER_BOOT_ERROR = 3
 instead of starting another worker."""
 
 
-def stop_starting_server(line: str) -> None:
+def stop_starting_server(error: startup.StartFailed) -> None:
     """The start-up rule's stop in a worker (:func:`flask_predict.startup.stop`): the first
-    worker to get here logs *line* and exits with the status that halts gunicorn, which
-    stops the others (they wait, not ready, saying nothing: one line for the server). After
-    the server has started, the line is logged and the worker goes on with the others."""
+    worker to get here logs the error's line and exits with the status that halts gunicorn,
+    which stops the others (they wait, not ready, saying nothing: one line for the server).
+    After the server has started (a respawned worker), what did not load is logged and the
+    worker serves the others."""
     folder = os.environ.get(STATE_DIR_VARIABLE)
     log = logging.getLogger(__name__)
     if folder and os.path.exists(os.path.join(folder, STARTED)):
-        log.error("%s; the server started before: this worker goes on with the others", line)
+        log.error("flask_predict: %s; this worker serves the others, as the server does",
+                  "; ".join(map(str, error.failures)))
         return
     if folder and not _claim(os.path.join(folder, START_FAILED)):
         return  # another worker said it and is halting the server
-    log.error("%s", line)
+    log.error("%s", error.message)
     for handler in logging.getLogger("flask_predict").handlers:
         handler.flush()
     os._exit(WORKER_BOOT_ERROR)

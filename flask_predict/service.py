@@ -136,8 +136,12 @@ class ModelService:
         """Every configured model with its versions and their states."""
         return self.repository.models()
 
-    def model(self, name: str) -> ServedModel:
-        """One configured model (404 when unknown)."""
+    def model(self, name: str, wait: bool = True) -> ServedModel:
+        """One configured model (404 when unknown). In a worker still loading its models
+        this waits for them first, as a request does (:meth:`acquire`); a probe passes
+        *wait* false and is answered at once."""
+        if wait:
+            self._await_first_load()
         return self.repository.model(name)
 
     # --- resolve once ----------------------------------------------------------------------
@@ -157,16 +161,7 @@ class ModelService:
         """The version a request names, held: release it with ``release()`` or by using it
         as a context manager (:meth:`use`)."""
         if self.load_wait_seconds > 0 and not self._synced:
-            first_sync = self.repository.first_sync
-            if first_sync.is_set():
-                self._synced = True  # never unset: the next requests skip the event
-            else:
-                # the worker serves while its models load: a request waits for them (as it
-                # would in the listen queue of a worker that loads before serving)
-                started = perf_counter()
-                first_sync.wait(self.load_wait_seconds)
-                if (record := current_request.get()) is not None:
-                    record.waited("load", started)  # a trace's span
+            self._await_first_load()
         for _ in range(_RESOLVE_TRIES):
             loaded = self.repository.get(model, version, label, version_name)
             if loaded.acquire():
@@ -174,6 +169,21 @@ class ModelService:
                     record.resolved(loaded.spec.name, loaded.version)  # metrics, access log
                 return loaded
         raise ModelNotReady(f"model {model!r} is being replaced; try again")
+
+    def _await_first_load(self) -> None:
+        """The worker serves while its models first load: a request waits for them (as it
+        would in the listen queue of a worker that loads before serving), at most
+        ``load_wait_seconds``."""
+        if self.load_wait_seconds <= 0 or self._synced:
+            return
+        first_sync = self.repository.first_sync
+        if first_sync.is_set():
+            self._synced = True  # never unset: the next requests skip the event
+            return
+        started = perf_counter()
+        first_sync.wait(self.load_wait_seconds)
+        if (record := current_request.get()) is not None:
+            record.waited("load", started)  # a trace's span
 
     # --- verbs -----------------------------------------------------------------------------
 

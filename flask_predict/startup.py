@@ -131,10 +131,10 @@ def check_first_load(models: Iterable[ServedModel], exit_on_error: bool) -> None
                      SERVE_THE_REST)
 
 
-_stop: Callable[[str], None] | None = None
+_stop: Callable[[StartFailed], None] | None = None
 
 
-def stop_with(stop: Callable[[str], None] | None) -> None:
+def stop_with(stop: Callable[[StartFailed], None] | None) -> None:
     """Make *stop* what :func:`stop` calls in this process (the server's: log the line once
     for the whole server and end the process so that the server halts)."""
     global _stop
@@ -145,7 +145,7 @@ def stop(error: StartFailed) -> None:
     """Stop this process for *error* when its owner said how (:func:`stop_with`); else log
     the line: an app that embeds the extension stays up, not ready."""
     if _stop is not None:
-        _stop(error.message)
+        _stop(error)
     else:
         logger.critical("flask_predict: %s; this app goes on, not ready (%s=false makes it "
                         "ready with the other models)", "; ".join(map(str, error.failures)),

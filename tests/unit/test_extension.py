@@ -235,17 +235,24 @@ def test_requests_during_the_first_load_wait_for_it(model_root: Path) -> None:
 
     app, release = slow_loading_app(model_root, "waiting", load_wait_seconds=30)
     answers: list[Any] = []
-    waiting = threading.Thread(target=lambda: answers.append(app.test_client().post(
-        "/v1/projects/p/models/s:predict", json={"instances": [7]})))
-    waiting.start()
+    status: list[Any] = []  # a model's status waits too: a new worker never says "not found"
+    waiting = [threading.Thread(target=lambda: answers.append(app.test_client().post(
+        "/v1/projects/p/models/s:predict", json={"instances": [7]}))),
+        threading.Thread(target=lambda: status.append(app.test_client().get("/v1/models/s")))]
+    for thread in waiting:
+        thread.start()
     try:
         assert app.test_client().get("/v2/health/ready").status_code == 400  # no wait
+        assert app.test_client().get("/v2/models/s/ready").status_code == 400  # no wait
         time.sleep(0.2)
-        assert answers == []  # still waiting for the model
+        assert answers == [] and status == []  # still waiting for the model
     finally:
         release.set()
-    waiting.join(30)
+    for thread in waiting:
+        thread.join(30)
     assert answers[0].status_code == 200 and answers[0].get_json() == {"predictions": [7]}
+    assert status[0].status_code == 200, status[0].get_json()
+    assert status[0].get_json()["model_version_status"][0]["state"] == "AVAILABLE"
 
 
 def test_get_state_is_the_current_apps_own(model_config: dict[str, Any]) -> None:

@@ -106,17 +106,33 @@ def test_the_rule_stops_or_serves_the_rest(tmp_path: Path,
 
 def test_stop_is_the_owners(tmp_path: Path, caplog: pytest.LogCaptureFixture) -> None:
     models = [served(tmp_path, "loans", {1: failed(1, "XGBoostError: bad")})]
-    told: list[str] = []
+    told: list[StartFailed] = []
     stop_with(told.append)  # a server: its own way to stop
     try:
         settle(models, exit_on_error=True)
     finally:
         stop_with(None)
-    assert told == [failure_line(failures(models))]
+    assert [error.message for error in told] == [failure_line(failures(models))]
     with caplog.at_level(logging.CRITICAL, logger="flask_predict.startup"):
         settle(models, exit_on_error=True)  # embedded: the app goes on, not ready
     [line] = [r.getMessage() for r in caplog.records]
     assert "model 'loans' version 1 failed to load" in line and "not ready" in line
+
+
+def test_a_worker_respawned_after_the_start_says_what_failed_and_serves_on(
+        tmp_path: Path, caplog: pytest.LogCaptureFixture, monkeypatch: pytest.MonkeyPatch
+        ) -> None:
+    from flask_predict import server
+
+    models = [served(tmp_path, "loans", {2: failed(2, "XGBoostError: bad")})]
+    monkeypatch.setenv(server.STATE_DIR_VARIABLE, str(tmp_path))
+    (tmp_path / server.STARTED).touch()  # the server started before this worker
+    with caplog.at_level(logging.ERROR, logger="flask_predict.server"):
+        server.stop_starting_server(StartFailed(failures(models), False))  # no exit
+    [line] = [r.getMessage() for r in caplog.records]
+    assert line.startswith("flask_predict: model 'loans' version 2 failed to load from ")
+    assert line.endswith("; this worker serves the others, as the server does")
+    assert "not starting" not in line
 
 
 def test_where_a_base_path_is_wrong_the_master_says_where_the_files_go(tmp_path: Path) -> None:

@@ -48,7 +48,7 @@ class InferenceServicer:
         return v2.ServerReadyResponse(ready=self.service.ready)
 
     def ModelReady(self, request: Any) -> Any:
-        served = self.service.model(request.name)
+        served = self.service.model(request.name, wait=False)
         return v2.ModelReadyResponse(ready=wire.version_ready(served, request.version))
 
     def ServerMetadata(self, request: Any) -> Any:

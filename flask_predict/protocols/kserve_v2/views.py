@@ -60,7 +60,8 @@ def ready() -> ResponseReturnValue:
 @bp.get("/v2/models/<model>/ready")
 @bp.get("/v2/models/<model>/versions/<version>/ready")
 def model_ready(model: str, version: str | None = None) -> ResponseReturnValue:
-    return _probe(wire.version_ready(request_state().service.model(model), version))
+    return _probe(wire.version_ready(request_state().service.model(model, wait=False),
+                                     version))
 
 
 @bp.get("/v2/models/<model>")
