@@ -12,7 +12,9 @@ The Flask floor view (``floors.flask_app``) fed the same body is the baseline.
 Counts with ``perf`` (Debian ``linux-perf``) where the kernel lets this user count its own
 instructions; where it does not (``perf stat`` prints ``<not supported>``, as in many virtual
 machines), with valgrind's callgrind instead, about 50 times slower (a minute a child), and
-then the main thread's alone by default (``--threads``, :data:`THREADS`).
+then the main thread's alone by default (``--threads``, :data:`THREADS`). The garbage
+collector is off while the requests are counted: its cost is left out, and with it the one
+thing that moved the same tree's count between runs.
 """
 
 from __future__ import annotations
@@ -54,11 +56,11 @@ def child(models_dir: Path, route: str, model: str, rows: int, calls: int) -> No
         call = profile_requests.wsgi_call(app, path.replace("{model}", model), bodies[body])
     for _ in range(WARM_UP):
         call()
-    # as a gunicorn worker does once its models are in (server.worker_loaded): the heap so
-    # far is left out of later collections. A full collection of it lands in one child and
-    # not the other as allocation counts fall, and moved a route's count by 30k to 50k.
+    # the collector off while counting: when a collection runs depends on allocation
+    # counts since the interpreter started, so a full one landed in one child and not the
+    # other and moved a route's count by 30k to 60k. The count is the requests' own code.
     gc.collect()
-    gc.freeze()
+    gc.disable()
     for _ in range(calls):
         call()
 
