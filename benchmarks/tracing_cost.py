@@ -48,6 +48,7 @@ def main() -> None:
     parser.add_argument("--calls", type=int, default=2000)
     parser.add_argument("--routes", nargs="*", default=list(ROUTES), choices=list(ROUTES))
     args = parser.parse_args()
+    instructions.THREADS = "all"  # under callgrind: the batch processor's export counts too
     receiver = ThreadingHTTPServer(("127.0.0.1", 0), _Drop)
     threading.Thread(target=receiver.serve_forever, daemon=True).start()
     traced = {"OTEL_TRACES_EXPORTER": "otlp", "OTEL_SERVICE_NAME": "bench",
