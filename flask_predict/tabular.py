@@ -60,6 +60,11 @@ class Column:
         return TensorSpec(self.name, self.datatype, (-1,))
 
 
+def is_missing(value: Any) -> bool:
+    """A missing value as a column holds it: ``None`` (JSON null) or NaN."""
+    return value is None or (isinstance(value, float) and math.isnan(value))
+
+
 def tabular_signature(columns: Sequence[Column], outputs: Sequence[TensorSpec]) -> Signature:
     """A signature taking *columns*, one input each, in order."""
     return Signature(inputs=tuple(column.spec() for column in columns),
@@ -185,7 +190,7 @@ def _check_categories(values: Tensor, column: Column) -> None:
     categories = column.categories
     assert categories is not None
     for value in values.tolist():
-        if value is None or (isinstance(value, float) and math.isnan(value)):
+        if is_missing(value):
             if not column.missing_ok:
                 raise InvalidInput(f"column {column.name!r}: a missing value (null or NaN) is "
                                    "not among the model's categories")

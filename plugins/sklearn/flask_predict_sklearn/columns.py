@@ -28,13 +28,12 @@ model is refused when it loads.
 
 from __future__ import annotations
 
-import math
 from dataclasses import dataclass, replace
 from typing import Any
 
 import numpy as np
 
-from flask_predict.tabular import ANY, NUMBER, TEXT, Column
+from flask_predict.tabular import ANY, NUMBER, TEXT, Column, is_missing
 
 TEXT_INPUT = "inputs"
 """The one input of a model that takes text."""
@@ -95,11 +94,16 @@ def _first_step(model: Any) -> Any:
     from sklearn.pipeline import Pipeline
 
     while isinstance(model, Pipeline):
-        steps = [step for _, step in model.steps if step not in (None, "passthrough")]
+        steps = _steps(model)
         if not steps:
             break
         model = steps[0]
     return model
+
+
+def _steps(pipeline: Any) -> list[Any]:
+    """A Pipeline's steps that do something (not ``None`` or ``"passthrough"``)."""
+    return [step for _, step in pipeline.steps if step not in (None, "passthrough")]
 
 
 def _read_by(entry: Any, names: list[str]) -> dict[str, Column]:
@@ -142,9 +146,8 @@ def _column(transformer: Any, index: int, name: str, imputed: bool = False) -> C
     if isinstance(transformer, str):
         return Column(name, ANY, "BYTES") if transformer == "drop" else Column(name)
     if isinstance(transformer, Pipeline):
-        steps = [step for _, step in transformer.steps if step not in (None, "passthrough")]
         text = False
-        for step in steps:
+        for step in _steps(transformer):
             if not isinstance(step, SimpleImputer):
                 column = _column(step, index, name, imputed)
                 return column if column.kind != NUMBER or not text else _as_text(column)
@@ -164,7 +167,7 @@ def _column(transformer: Any, index: int, name: str, imputed: bool = False) -> C
 
 def _categorical(name: str, known: Any, strict: bool, imputed: bool) -> Column:
     values = known.tolist()
-    present = [value for value in values if not _missing(value)]
+    present = [value for value in values if not is_missing(value)]
     text = known.dtype.kind in "OSU"
     return Column(name, TEXT if text else NUMBER, "BYTES" if text else "FP64",
                   categories={value: code for code, value in enumerate(present)},
@@ -180,5 +183,3 @@ def _fitted_on_text(imputer: Any) -> bool:
     return isinstance(statistics, np.ndarray) and statistics.dtype.kind in "OSU"
 
 
-def _missing(value: Any) -> bool:
-    return value is None or (isinstance(value, float) and math.isnan(value))
