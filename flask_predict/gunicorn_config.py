@@ -17,13 +17,13 @@ from __future__ import annotations
 import os
 from typing import Any
 
-from . import server, server_logs
+from . import master, server, server_logs
 from .cli.serve import DEFAULT_REST_PORT
 
 __all__ = ["bind", "workers", "worker_class", "preload_app", "timeout", "graceful_timeout",
            "worker_tmp_dir", "keepalive", "control_socket_disable", "logger_class",
            "on_starting", "when_ready", "pre_fork", "post_fork", "post_worker_init",
-           "child_exit", "post_request", "worker_exit"]
+           "child_exit", "post_request", "worker_exit", "on_exit"]
 
 #   bind - all interfaces on $PORT (else Vertex AI's $AIP_HTTP_PORT, else 8501: one default
 #       port for these settings, `flask-predict serve`, the container and `make serve`).
@@ -78,19 +78,24 @@ def on_starting(server_: Any) -> None:
 
 
 def when_ready(server_: Any) -> None:
-    # listening; before the first worker: the models every worker can share (scikit-learn,
-    # XGBoost) load once, here, and are watched from a thread of the master; then one line
-    # saying what serves where (REST, gRPC, status page, metrics)
-    server.share_models(server_)
+    # listening; before the first worker: the master keeps the worker count the operator
+    # asks for (TTIN, TTOU, HUP, rollouts); the versions every worker can share
+    # (scikit-learn, XGBoost) load once, here, and are watched from a thread of the master;
+    # then one line saying what serves where (REST, gRPC, status page, metrics)
+    master.start(server_)
     server_logs.announce(server_)
 
 
 def pre_fork(server_: Any, worker: Any) -> None:
-    # the lowest free index: a respawned worker takes its dead predecessor's GPU
+    # the lowest free index: a respawned worker takes its dead predecessor's GPU; the
+    # shared versions it inherits are noted, so that each is closed once no worker holds it
     server.assign_worker_index(server_, worker)
+    master.forking(worker)
 
 
 def post_fork(server_: Any, worker: Any) -> None:
+    # a TERM, INT or QUIT sent before the worker's own signal handlers are set stops it
+    server.honour_early_stop(server_)
     # flask_predict's own lines (models loaded, failed requests) go to gunicorn's error log
     # at $LOG_LEVEL. Not logconfig_dict: that would make gunicorn build every request's
     # access-log fields even with no access log.
@@ -100,8 +105,11 @@ def post_fork(server_: Any, worker: Any) -> None:
 
 
 def post_worker_init(worker: Any) -> None:
-    # models load in the background: liveness answers now, readiness once they are in
+    # models load in the background: readiness once they are in. A worker that another
+    # ready worker covers accepts nothing until its models are in (it beats meanwhile);
+    # at the server's start every worker accepts at once and liveness answers.
     server.worker_loaded(worker.wsgi, worker)
+    server.hold_until_serving(worker.wsgi, worker)
     worker.log.info("flask_predict: worker %s serving", worker.pid)
     # every worker serves gRPC for its own models on the one shared port (SO_REUSEPORT)
     server.start_grpc(worker.wsgi)
@@ -109,8 +117,14 @@ def post_worker_init(worker: Any) -> None:
 
 def child_exit(server_: Any, worker: Any) -> None:
     # in the master, for every worker that exited or was killed: no longer ready; its
-    # metrics counters stay in the totals, its live gauges (in flight, loaded) are dropped
-    server.worker_gone(worker)
+    # metrics counters stay in the totals, its live gauges (in flight, loaded) are dropped;
+    # a dropped shared version no live worker holds is closed
+    master.worker_gone(server_, worker)
+
+
+def on_exit(server_: Any) -> None:
+    # in the master, every worker gone: close every version the master loaded
+    master.stopped(server_)
 
 
 def post_request(worker: Any, req: Any, environ: dict[str, Any], resp: Any) -> None:

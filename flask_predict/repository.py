@@ -20,7 +20,7 @@ from typing import Callable, Iterable, Mapping
 from .artifacts import artifact_file, tree_stamp, version_folders, version_path
 from .errors import ConfigError, ModelNotFound
 from .served import (FAILED_TO_LOAD, LoadedVersion, ServedModel, Shelf, VersionStatus,
-                     close_predictor)
+                     artifact_key, close_predictor)
 from .plugins import detect_predictor
 from .predictor import Predictor
 from .startup import LoadFailure, check_first_load, cause_of
@@ -30,6 +30,11 @@ from .warmup import warm_up
 logger = logging.getLogger(__name__)
 
 PredictorLookup = Callable[[str], "type[Predictor]"]
+Loader = Callable[["type[Predictor]", ModelSpec, int, str], Predictor]
+"""``load(cls, spec, version, path)`` -> the predictor (default: ``cls.from_path``)."""
+SharedVersion = Callable[[ModelSpec, int], bool]
+"""Whether a version of a model is loaded once, in the gunicorn master
+(:class:`flask_predict.sharing.Shareable`)."""
 LoadListener = Callable[[str, str, int, float], None]
 """Told ``(event, model, version, seconds)`` when a version is ``"loaded"``, ``"failed"`` to
 load, or ``"unloaded"`` (retired; seconds 0): what the metrics count."""
@@ -46,7 +51,8 @@ class ModelRepository:
     """
 
     def __init__(self, lookup: PredictorLookup, listener: LoadListener | None = None,
-                 shelf: Shelf | None = None, warm: bool = True) -> None:
+                 shelf: Shelf | None = None, warm: bool = True,
+                 shared: SharedVersion | None = None, load: Loader | None = None) -> None:
         self._lookup = lookup
         self._listener = listener
         self._shelf = shelf
@@ -54,6 +60,11 @@ class ModelRepository:
         self._warm = warm
         """Replay warm-up requests on a new version (never in the master: no prediction
         may run there, see :mod:`flask_predict.sharing`)."""
+        self._only = shared
+        """In the gunicorn master: load only the versions this says are shared; they are
+        the master's to close, once no worker holds them (``None``: a worker's, or an
+        embedding app's, repository)."""
+        self._load = load or _from_path
         self._models: Mapping[str, ServedModel] = {}
         self.lock = threading.Lock()
         """Held while :meth:`sync` changes the models (the master forks only outside it)."""
@@ -150,9 +161,10 @@ class ModelRepository:
                 removed = self._models[name]
                 self._models = {k: v for k, v in self._models.items() if k != name}
                 self._retire(removed.versions.values())
-            for spec in specs:
+            # what a worker inherited serves first, before the loads of its own
+            for spec in sorted(specs, key=lambda spec: self._held(spec) is None):
                 served = self._models.get(spec.name)
-                if served is not None and _artifact_key(served.spec) != _artifact_key(spec):
+                if served is not None and artifact_key(served.spec) != artifact_key(spec):
                     old = served.versions.values()
                     self._publish(ServedModel(spec))
                     self._retire(old)
@@ -161,10 +173,7 @@ class ModelRepository:
                     served = ServedModel(spec)
                 else:
                     served = ServedModel(spec, served.versions, served.statuses)
-                if self._shelf is not None and self._shelf.shared(spec):
-                    self._adopt(served, failed.get(spec.name, {}))
-                else:
-                    self._refresh(served)
+                self._refresh(served, failed.get(spec.name, {}))
             # the configuration's order, which is also the order of names()
             self._models = {spec.name: self._models[spec.name] for spec in specs}
             self._synced = True
@@ -173,7 +182,12 @@ class ModelRepository:
     def _publish(self, served: ServedModel) -> None:
         self._models = {**self._models, served.name: served}
 
-    def _refresh(self, served: ServedModel) -> None:
+    def _refresh(self, served: ServedModel, failed: Mapping[int, VersionStatus]) -> None:
+        """Load the versions of *served*'s model its policy wants and drop the others. A
+        shared version (:class:`~flask_predict.sharing.Shareable`) is the master's: a worker
+        takes it from what it inherited, or waits for a worker forked after the master
+        loaded it (the master's failures since the fork: *failed*); the master loads only
+        those."""
         spec = served.spec
         on_disk = version_folders(spec.base_path)
         empty = f"model {spec.name!r}: no numbered version folder in {spec.base_path!r}"
@@ -186,6 +200,13 @@ class ModelRepository:
         # versions dropped by the previous sync have been closed since: UNLOADING -> END
         statuses = {v: (VersionStatus(v, "END", stamp=s.stamp) if s.state == "UNLOADING" else s)
                     for v, s in served.statuses.items() if v in on_disk}
+        source = {v: self._source(spec, v) for v in on_disk}
+        inherited = self._shelf.statuses(spec, failed) if self._shelf is not None else {}
+        for v, status in inherited.items():
+            if v in on_disk and source[v] == "shelf" and v not in served.versions:
+                if status.error and served.statuses.get(v) != status:
+                    self._log_failure(spec, v, status.cause or status.error)
+                statuses[v] = status
         versions = dict(served.versions)
         pinned = set(spec.labels.values())
         if spec.default_version is not None and spec.default_version.isdigit():
@@ -198,21 +219,30 @@ class ModelRepository:
                 version_path(spec.base_path, version)))
 
         candidates = [v for v in on_disk if v in versions or usable(v)]
-        wanted = set(spec.version_policy.choose(candidates)) | (pinned & set(candidates))
-        to_load = sorted(wanted - set(versions))
+        # a shared version the master had not loaded at the fork: a worker forked after
+        # it has serves it; this one serves what it inherited meanwhile
+        held = self._held(spec)
+        pending = {v for v in candidates if source[v] == "shelf" and v not in versions
+                   and (held is None or v not in held.versions)}
+        for version in self._choose(spec, candidates, pinned) & pending:
+            statuses[version] = VersionStatus(version, "LOADING", stamp=on_disk[version])
+        candidates = [v for v in candidates if v not in pending]
+        wanted = self._choose(spec, candidates, pinned)
+        to_load = sorted(v for v in wanted - set(versions) if source[v] != "other")
         if to_load:
             for version in to_load:
                 statuses[version] = VersionStatus(version, "LOADING", stamp=on_disk[version])
             self._publish(ServedModel(spec, dict(versions), dict(statuses)))
         for version in to_load:
-            stamp = tree_stamp(version_path(spec.base_path, version))
-            loaded = self._load_version(spec, version, stamp, statuses)
+            loaded = self._version(spec, version, source[version], statuses)
             if loaded is not None:
                 versions[version] = loaded
         # a version removed from disk is unloaded; one that failed to load leaves the
-        # policy to choose among those that did
-        present = [v for v in versions if v in on_disk]
-        keep = set(spec.version_policy.choose(present)) | (pinned & set(present))
+        # policy to choose among those that did (the master keeps its newest shared
+        # version while the workers load a newer one of their own: their fallback if it
+        # fails to load there)
+        present = [v for v in on_disk if v in versions]
+        keep = self._choose(spec, present, pinned)
         dropped = [versions.pop(v) for v in sorted(set(versions) - keep)]
         for v in versions:
             statuses[v] = VersionStatus(v, "AVAILABLE", stamp=on_disk[v])
@@ -224,8 +254,37 @@ class ModelRepository:
         self._retire(dropped)
         for loaded in dropped:  # in the master, each worker retires it as it is replaced
             logger.info("model %r: version %d %s", spec.name, loaded.version,
-                        "retired (closed once its last request ends)" if self._warm else
-                        "dropped by the master; each worker releases it as it is replaced")
+                        "retired (closed once its last request ends)" if self._only is None
+                        else "dropped by the master; closed once no worker holds it")
+
+    @staticmethod
+    def _choose(spec: ModelSpec, versions: list[int], pinned: set[int]) -> set[int]:
+        """The versions *spec*'s policy serves of *versions*, and those labels pin."""
+        return set(spec.version_policy.choose(versions)) | (pinned & set(versions))
+
+    def _source(self, spec: ModelSpec, version: int) -> str:
+        """Where *version* of *spec* comes from here: ``"load"`` (this process loads it),
+        ``"shelf"`` (a worker takes it from the master) or ``"other"`` (the master leaves
+        it to the workers)."""
+        if self._only is not None:
+            return "load" if self._only(spec, version) else "other"
+        if self._shelf is not None and self._shelf.shared(spec, version):
+            return "shelf"
+        return "load"
+
+    def _held(self, spec: ModelSpec) -> ServedModel | None:
+        return self._shelf.held(spec) if self._shelf is not None else None
+
+    def _version(self, spec: ModelSpec, version: int, source: str,
+                 statuses: dict[int, VersionStatus]) -> LoadedVersion | None:
+        """*version* loaded here, or taken from the master; ``None`` when it did not load
+        (its status says why) or the master had not loaded it at the fork."""
+        if source == "load":
+            stamp = tree_stamp(version_path(spec.base_path, version))
+            return self._load_version(spec, version, stamp, statuses)
+        held = self._held(spec)
+        assert held is not None  # pending versions are not loaded
+        return self._take(spec, held.versions[version])
 
     def _load_version(self, spec: ModelSpec, version: int, stamp: float,
                       statuses: dict[int, VersionStatus]) -> LoadedVersion | None:
@@ -236,9 +295,13 @@ class ModelRepository:
             name = plugin_for(spec, path)
             logger.info("loading model %r version %d from %s with plugin %r", spec.name,
                         version, path, name)
-            predictor = self._lookup(name).from_path(path, **spec.options)
-            loaded = LoadedVersion(spec, version, predictor, predictor.metadata(), path)
+            predictor = self._load(self._lookup(name), spec, version, path)
+            loaded = LoadedVersion(spec, version, predictor, predictor.metadata(), path,
+                                   owned=self._only is None)
             warmed = warm_up(predictor, path) if self._warm else 0
+        except NotShared:
+            del statuses[version]  # the workers load it
+            return None
         except Exception as exc:
             cause = cause_of(exc)
             seconds = self._told("failed", spec.name, version, start)
@@ -262,38 +325,12 @@ class ModelRepository:
                     f" ({warmed} warm-up requests)" if warmed else "")
         return loaded
 
-    def _adopt(self, served: ServedModel, failed: Mapping[int, VersionStatus]) -> None:
-        """Serve the versions the master loaded of *served*'s model, as it loaded them (its
-        statuses, and the versions that *failed* there since the fork). A model the master
-        does not hold in this configuration yet (added or changed since the fork) has no
-        version here: the master loads it and replaces this worker by one that inherits it."""
-        spec = served.spec
-        held = self._shelf.models.get(spec.name) if self._shelf is not None else None
-        if held is None or _artifact_key(held.spec) != _artifact_key(spec):
-            self._publish(served)
-            return
-        versions = {}
-        for number, theirs in held.versions.items():
-            mine = served.versions.get(number)
-            if mine is None or mine.predictor is not theirs.predictor:
-                mine = self._take(spec, theirs)
-            versions[number] = mine
-        # the master closed its replaced versions since: this worker never served them
-        statuses = {v: (VersionStatus(v, "END", stamp=s.stamp) if s.state == "UNLOADING" else s)
-                    for v, s in held.statuses.items()}
-        statuses.update({v: s for v, s in failed.items() if v not in versions})
-        for number, status in statuses.items():
-            if status.error and served.statuses.get(number) != status:
-                # once per worker, as a worker's own load would (at start, the start-up
-                # rule reports it, as it does a worker's own failures)
-                logger.log(logging.ERROR if self._synced else logging.DEBUG,
-                           "flask_predict: %s", LoadFailure(
-                    spec.name, number, artifact_file(version_path(spec.base_path, number)),
-                    status.cause or status.error))
-        dropped = [loaded for v, loaded in served.versions.items()
-                   if versions.get(v) is not loaded]
-        self._publish(ServedModel(spec, versions, statuses))
-        self._retire(dropped)
+    def _log_failure(self, spec: ModelSpec, version: int, cause: str) -> None:
+        """A version the master failed to load, once per worker, as a worker's own load
+        would log it (at start, the start-up rule reports it)."""
+        logger.log(logging.ERROR if self._synced else logging.DEBUG, "flask_predict: %s",
+                   LoadFailure(spec.name, version,
+                               artifact_file(version_path(spec.base_path, version)), cause))
 
     def _take(self, spec: ModelSpec, theirs: LoadedVersion) -> LoadedVersion:
         """This worker's hold on a version the master loaded: set up per process, warmed up
@@ -342,12 +379,18 @@ class ModelRepository:
                             number)
 
 
+class NotShared(Exception):
+    """Raised by the master's loader: the version loads in each worker instead."""
+
+
+def _from_path(cls: type[Predictor], spec: ModelSpec, version: int, path: str) -> Predictor:
+    return cls.from_path(path, **spec.options)
+
+
 def plugin_for(spec: ModelSpec, path: str) -> str:
     """The plugin that loads version folder *path* of *spec*: the one it names, else the one
     detected from the files (``flask-predict check`` reports it the same way)."""
     return spec.predictor or detect_predictor(path, spec.options)
 
 
-def _artifact_key(spec: ModelSpec) -> tuple[object, ...]:
-    return spec.base_path, spec.predictor, sorted(spec.options.items(), key=str)
 

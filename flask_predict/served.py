@@ -205,13 +205,36 @@ class Shelf:
     """The models the gunicorn master loaded before it forked this worker, with their
     versions and statuses there (:mod:`flask_predict.sharing`): a worker serves these
     predictors from the pages it shares with the master and every sibling, and never loads
-    a model that :attr:`shared` names itself."""
+    a version that :attr:`shared` names itself."""
 
     models: Mapping[str, ServedModel]
-    shared: Callable[[ModelSpec], bool]
-    """Whether a model is loaded by the master (its plugin's manifest says ``shared``)."""
+    shared: Callable[[ModelSpec, int], bool]
+    """Whether a version of a model is loaded by the master (the plugin that loads that
+    version folder says ``shared`` in its manifest); a worker loads the others itself."""
     generation: int = 0
     """How many times the master changed what it holds before this fork."""
     failed: Callable[[], Mapping[str, Mapping[int, VersionStatus]]] = dict
     """The versions the master failed to load since (read on each call: a failure replaces
     no worker, since nothing served changes)."""
+
+    def held(self, spec: ModelSpec) -> ServedModel | None:
+        """The master's state of *spec*'s model at the fork (the same artifact), if any."""
+        held = self.models.get(spec.name)
+        return held if held is not None and artifact_key(held.spec) == artifact_key(spec) \
+            else None
+
+    def statuses(self, spec: ModelSpec, failed: Mapping[int, VersionStatus]
+                 ) -> dict[int, VersionStatus]:
+        """What the master said of *spec*'s shared versions it does not serve: those it
+        failed to load (at the fork, and since: *failed*) and those it had dropped."""
+        held = self.held(spec)
+        found = {v: (s if s.error else VersionStatus(v, "END", stamp=s.stamp))
+                 for v, s in held.statuses.items()
+                 if s.error or s.state in ("END", "UNLOADING")} if held else {}
+        found.update(failed)
+        return found
+
+
+def artifact_key(spec: ModelSpec) -> tuple[object, ...]:
+    """What makes two configurations of a model load the same files the same way."""
+    return spec.base_path, spec.predictor, sorted(spec.options.items(), key=str)

@@ -11,6 +11,8 @@ from __future__ import annotations
 
 import logging
 import os
+import signal
+import threading
 import time
 from typing import Any
 
@@ -21,10 +23,8 @@ from .errors import ConfigError
 from .extension import close_app
 from .memory import release
 from .readiness import ReadyMarks
-from .rolling import Rollout
 from .server_logs import route_logs
 from .shared_state import create_server_dir
-from .sharing import MasterModels
 from .state import EXTENSION_KEY, PredictState
 
 WORKER_INDEX_VARIABLE = "FLASK_PREDICT_WORKER_INDEX"
@@ -182,6 +182,55 @@ def worker_loaded(app: Any, worker: Any) -> None:
         control.after_each_poll(lambda: marks.mark(pid, control.loaded))
 
 
+def hold_until_serving(app: Any, worker: Any) -> None:
+    """In a worker about to accept connections: while its models first load and another
+    worker of the server is ready, accept none (they wait in the listen queue for a worker
+    that serves them), beating so the master never times it out, and honouring its signals.
+    At the server's start, when no worker is ready yet, it accepts at once: liveness answers
+    and a request waits for the load (``PREDICT_LOAD_WAIT_SECONDS``)."""
+    state: PredictState | None = getattr(app, "extensions", {}).get(EXTENSION_KEY)
+    marks = ready_marks()
+    if state is None or marks is None:
+        return
+    loaded = threading.Event()
+    state.service.control.after_first_load(loaded.set)
+    pid = os.getpid()
+    held = time.monotonic()
+    while worker.alive and not loaded.wait(HOLD_STEP_SECONDS) and marks.any_ready(pid):
+        worker.notify()
+        if os.getppid() != worker.ppid:  # the master is gone
+            return
+    if time.monotonic() - held > 2 * HOLD_STEP_SECONDS:
+        logging.getLogger(__name__).info(
+            "flask_predict: worker %s accepts connections after %.1fs of loading (the other "
+            "workers served them meanwhile)", pid, time.monotonic() - held)
+
+
+HOLD_STEP_SECONDS = 0.1
+
+
+def _exit_now(number: int, frame: Any) -> None:
+    os._exit(0)
+
+
+def honour_early_stop(arbiter: Any) -> None:
+    """In a worker just forked, before gunicorn sets up its signals: a ``TERM``, ``INT`` or
+    ``QUIT`` that arrived since the fork (queued by the master's handlers, which the child
+    still has) stops it now, and one arriving until the worker's own handlers are set ends
+    it at once (it holds no request yet)."""
+    for number in (signal.SIGTERM, signal.SIGINT, signal.SIGQUIT):
+        signal.signal(number, _exit_now)
+    pending = getattr(arbiter, "SIG_QUEUE", None)
+    early = []
+    while pending is not None:
+        try:
+            early.append(pending.get_nowait())
+        except Exception:  # queue.Empty
+            break
+    if any(sig in (signal.SIGTERM, signal.SIGINT, signal.SIGQUIT) for sig in early):
+        os._exit(0)
+
+
 def ready_marks() -> ReadyMarks | None:
     """The server's readiness markers (needs the shared folder and the worker count)."""
     folder = os.environ.get(STATE_DIR_VARIABLE)
@@ -209,47 +258,7 @@ def server_starting(arbiter: Any) -> None:
     marks = ready_marks()
     if marks is not None:
         marks.clear()
-
-
-def share_models(arbiter: Any) -> None:
-    """In the master, listening, before the first worker: load the models whose plugin allows
-    it once for every worker (:mod:`flask_predict.sharing`; not with
-    ``PREDICT_SHARED_MODELS`` off), then watch them on a thread of the master, replacing the
-    workers one at a time whenever what it holds changes (:mod:`flask_predict.rolling`)."""
-    config = environ_config()
-    settings = read_settings(config)
-    if not settings.shared_models or not (settings.models or settings.model_config_file):
-        return
-    route_logs(arbiter.log.error_log, os.environ.get("LOG_LEVEL", "INFO"))
-    # one thread for every pool before a framework loads here: no OpenMP or BLAS pool may
-    # outlive a load into the workers' fork (each worker sizes its own afterwards)
-    runtime.limit_threads(1)
-    started = time.perf_counter()
-    models = MasterModels(settings.models, config.get("PREDICT_MODELS"),
-                          settings.model_config_file, settings.poll_seconds,
-                          state_dir=os.environ.get(STATE_DIR_VARIABLE))
-    models.load()
-    try:  # the start-up rule, for what the master loaded: it halts before any worker starts
-        startup.check_first_load(models.repository.models(), settings.exit_on_load_error)
-    except startup.StartFailed as exc:
-        arbiter.log.error("%s", exc.message)
-        raise SystemExit(WORKER_BOOT_ERROR)
-    logging.getLogger(__name__).info("flask_predict: shared models loaded in the master in "
-                                     "%.2fs", time.perf_counter() - started)
-    marks = ready_marks()
-    if marks is not None:
-        models.start(Rollout(arbiter, marks, max(60.0, float(arbiter.timeout))).replace_workers)
-
-
-def worker_gone(worker: Any) -> None:
-    """In the master, when a worker exits or is killed: it is no longer ready; its metrics
-    counts stay, its live gauges go."""
-    from .metrics import worker_exited
-
-    worker_exited(worker.pid)
-    marks = ready_marks()
-    if marks is not None and worker.pid:
-        marks.mark(worker.pid, False)
+        marks.want(arbiter.num_workers)
 
 
 def keep_grpc_fork_support_off() -> None:

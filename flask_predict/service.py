@@ -160,7 +160,8 @@ class ModelService:
                 version_name: str | None = None) -> LoadedVersion:
         """The version a request names, held: release it with ``release()`` or by using it
         as a context manager (:meth:`use`)."""
-        if self.load_wait_seconds > 0 and not self._synced:
+        if self.load_wait_seconds > 0 and not self._synced \
+                and not self._serves(model, version, label, version_name):
             self._await_first_load()
         for _ in range(_RESOLVE_TRIES):
             loaded = self.repository.get(model, version, label, version_name)
@@ -169,6 +170,16 @@ class ModelService:
                     record.resolved(loaded.spec.name, loaded.version)  # metrics, access log
                 return loaded
         raise ModelNotReady(f"model {model!r} is being replaced; try again")
+
+    def _serves(self, model: str, version: str | int | None, label: str | None,
+                version_name: str | None) -> bool:
+        """Whether the version a request names is loaded already (while the others still
+        load, a model the worker inherited from the master answers at once)."""
+        try:
+            self.repository.get(model, version, label, version_name)
+        except PredictError:
+            return False
+        return True
 
     def _await_first_load(self) -> None:
         """The worker serves while its models first load: a request waits for them (as it

@@ -116,11 +116,14 @@ def failure_line(found: list[LoadFailure], others_loaded: bool = False) -> str:
     return "flask_predict: not starting: " + "; ".join(map(str, found)) + hint
 
 
-def check_first_load(models: Iterable[ServedModel], exit_on_error: bool) -> None:
+def check_first_load(models: Iterable[ServedModel], exit_on_error: bool,
+                     versions_only: bool = False) -> None:
     """The rule, once the first load is done: raise :class:`StartFailed` (the one line)
-    when something did not load, or with *exit_on_error* false log it and go on."""
+    when something did not load, or with *exit_on_error* false log it and go on. With
+    *versions_only* (the gunicorn master, which loads only the shared versions) a model
+    with no version loaded is not a failure by itself: only a version that failed is."""
     served = list(models)
-    found = failures(served)
+    found = [f for f in failures(served) if f.version is not None or not versions_only]
     if not found:
         return
     loaded = any(model.versions for model in served)

@@ -146,6 +146,12 @@ class CliServer(GunicornServer):
         return [self.script, "serve", *flags, "--workers", str(self.workers)]
 
 
+def children(pid: int) -> set[int]:
+    """The pids of process *pid*'s children (a gunicorn master's workers)."""
+    with open(f"/proc/{pid}/task/{pid}/children") as file:
+        return {int(child) for child in file.read().split()}
+
+
 def worker_pids(server: GunicornServer, want: int, timeout: float = 60,
                 path: str = "/v1/projects/demo/models/echo:predict") -> set[int]:
     """The pids of the workers that answer concurrent requests, until *want* have answered.

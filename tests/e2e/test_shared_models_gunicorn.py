@@ -21,7 +21,7 @@ import xgboost as xgb
 from sklearn.neighbors import KNeighborsClassifier
 
 from tests import models
-from tests.e2e.server import GunicornServer, load_benchmark, request, worker_pids
+from tests.e2e.server import GunicornServer, children, load_benchmark, request, worker_pids
 from tests.traffic import Traffic
 
 pytestmark = pytest.mark.e2e
@@ -68,11 +68,6 @@ def publish(staging: Path, target: Path) -> Path:
 def private_mib(pid: int) -> float:
     """``Private_Clean + Private_Dirty`` of ``/proc/<pid>/smaps_rollup``, in MiB."""
     return float(harness.smaps_mib(pid)[1])
-
-
-def children(pid: int) -> set[int]:
-    with open(f"/proc/{pid}/task/{pid}/children") as file:
-        return {int(child) for child in file.read().split()}
 
 
 def predict(server: GunicornServer, model: str, rows: Any = ROWS) -> tuple[int, Any]:
@@ -236,5 +231,7 @@ def test_new_version_reaches_every_worker_shared_with_no_failed_request(
     while server.log_text().count(failed) < 3 and time.monotonic() < deadline:
         time.sleep(0.2)
     log = server.log_text()
-    assert "model 'knn' version 3: not loaded in the master" in log, "tried once, there"
+    # an unreadable pickle names no plugin: no framework is the master's to import for it,
+    # so each worker's own load reports it
+    assert "model 'knn' version 3: not loaded in the master" not in log
     assert log.count(failed) == 3, "logged once per worker"

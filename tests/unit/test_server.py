@@ -2,11 +2,15 @@
 
 from __future__ import annotations
 
+import os
+import queue
+import signal
+import time
 from pathlib import Path
 from types import SimpleNamespace
 
 from flask_predict.readiness import ReadyMarks
-from flask_predict.server import INDEX_ATTRIBUTE, assign_worker_index
+from flask_predict.server import INDEX_ATTRIBUTE, assign_worker_index, honour_early_stop
 
 
 def test_a_respawned_worker_takes_the_index_its_dead_predecessor_freed() -> None:
@@ -37,3 +41,35 @@ def test_readiness_needs_as_many_ready_workers_as_the_server_runs(tmp_path: Path
     assert marks.all_ready()
     marks.clear()  # a server starting
     assert not marks.all_ready() and not marks.is_ready(103)
+
+
+def test_readiness_counts_against_the_count_wanted_now(tmp_path: Path) -> None:
+    marks = ReadyMarks(tmp_path, workers=4)
+    for pid in (101, 102, 103):
+        marks.mark(pid, True)
+    assert not marks.all_ready() and marks.wanted == 4
+    marks.want(3)  # the master after a TTOU
+    assert ReadyMarks(tmp_path, workers=4).all_ready(), "every worker reads it"
+    marks.want(5)  # after two TTIN
+    assert not marks.all_ready()
+    assert marks.any_ready(besides=101) and not ReadyMarks(tmp_path / "x", 1).any_ready(1)
+
+
+def test_a_stop_signal_before_the_workers_own_handlers_ends_it(tmp_path: Path) -> None:
+    """A TERM that the master's handler queued in a just-forked worker, or one arriving
+    before gunicorn sets the worker's handlers, ends that worker at once."""
+    for queued, sent in ((signal.SIGTERM, None), (None, signal.SIGTERM),
+                         (signal.SIGTTIN, None)):
+        pending: queue.SimpleQueue[int] = queue.SimpleQueue()
+        if queued is not None:
+            pending.put(queued)
+        pid = os.fork()
+        if pid == 0:  # the worker
+            honour_early_stop(SimpleNamespace(SIG_QUEUE=pending))
+            if sent is not None:
+                os.kill(os.getpid(), sent)
+                time.sleep(5)
+            os._exit(7)
+        _, status = os.waitpid(pid, 0)
+        expected = 7 if queued == signal.SIGTTIN else 0
+        assert os.WIFEXITED(status) and os.WEXITSTATUS(status) == expected

@@ -77,39 +77,77 @@ def master_shelf(*specs: ModelSpec) -> Shelf:
     repository.sync(specs)
     repository.sync(specs)  # a second poll (a newest version that failed leaves the older)
     held = {served.name: served for served in repository.models()}
-    return Shelf(held, lambda s: True, 1)
+    return Shelf(held, lambda s, v: True, 1)
 
 
 def test_the_plugins_manifests_decide_which_models_are_shared(tmp_path: Path) -> None:
     shareable = Shareable()
     iris = models.train_iris(tmp_path / "iris")
-    assert shareable(ModelSpec("iris", str(iris)))  # detected: scikit-learn
-    assert shareable(ModelSpec("iris", str(iris), predictor="sklearn"))
+    assert shareable(ModelSpec("iris", str(iris)), 1)  # detected: scikit-learn
+    assert shareable(ModelSpec("iris", str(iris), predictor="sklearn"), 1)
     custom = models.make_custom(tmp_path / "echo")
     options = {"class": "predictor.EchoPredictor"}
-    assert not shareable(ModelSpec("echo", str(custom), predictor="custom", options=options))
+    assert not shareable(ModelSpec("echo", str(custom), predictor="custom", options=options), 1)
     assert shareable(ModelSpec("echo2", str(custom), predictor="custom",
-                               options={**options, "shared": True}))
+                               options={**options, "shared": True}), 1)
     (tmp_path / "tf" / "1").mkdir(parents=True)
     (tmp_path / "tf" / "1" / "saved_model.pb").write_bytes(b"")
-    assert not shareable(ModelSpec("tf", str(tmp_path / "tf")))
+    assert not shareable(ModelSpec("tf", str(tmp_path / "tf")), 1)
     assert "tensorflow" in manifests() and not manifests()["tensorflow"].shares({})
 
 
-def test_undecided_until_a_version_folder_appears(tmp_path: Path) -> None:
+def test_decided_per_version_folder(tmp_path: Path) -> None:
+    """Version 1 in scikit-learn, version 2 a TensorFlow SavedModel (as TF Serving expects
+    versions to arrive): only version 1 is the master's."""
     shareable = Shareable()
-    model = ModelSpec("late", str(tmp_path / "late"))
-    assert not shareable(model)
-    models.train_iris(tmp_path / "late")
-    assert shareable(model)
+    model = ModelSpec("mixed", str(tmp_path / "mixed"))
+    assert not shareable(model, 1) and not shareable.any_version(model)
+    models.train_iris(tmp_path / "mixed")
+    (tmp_path / "mixed" / "2").mkdir()
+    (tmp_path / "mixed" / "2" / "saved_model.pb").write_bytes(b"")
+    assert shareable(model, 1) and not shareable(model, 2)
+    assert shareable.any_version(model)
+    shareable.decline(model, 1)
+    assert not shareable(model, 1), "a declined version loads in each worker"
+
+
+def test_the_master_loads_only_the_shared_versions(tmp_path: Path) -> None:
+    """The master never loads (nor imports the framework of) a version it does not share;
+    the one it shares leaves once the policy's newest is the workers' own; a worker loads
+    that one itself."""
+    write_version(tmp_path / "m", 1, 1.0, warmup=False)
+    model = spec(tmp_path / "m")
+    found = {"counting": manifests()["sklearn"]}
+    shareable = Shareable(found)
+    master = MasterModels((model,), None, None, 0.0, shareable, lookup=lookup)
+    master.load()
+    assert sorted(master.repository.model("m").versions) == [1]
+    write_version(tmp_path / "m", 2, 2.0, warmup=False)
+    shareable.decline(model, 2)  # as a version in another framework is
+    master.watcher.poll()
+    assert sorted(master.repository.model("m").versions) == [1], "the workers' fallback"
+    master.publish()
+    assert CountingPredictor.events == ["load"]
+    shelf = sharing.inherited()
+    assert shelf is not None
+    worker = ModelRepository(lookup, shelf=shelf)
+    worker.sync([model])
+    with worker.get("m") as loaded:
+        assert loaded.version == 2 and loaded.owned, "loaded by the worker itself"
+        assert loaded.predictor.predict([[0.0]]) == [2.0]
+    (tmp_path / "m" / "2" / "value.txt").write_text("broken")  # version 2 fails to load
+    fresh = ModelRepository(lookup, shelf=shelf)
+    fresh.sync([model])
+    fresh.sync([model])  # the next poll falls back to what the master holds
+    with fresh.get("m") as loaded:
+        assert loaded.version == 1 and not loaded.owned
 
 
 def test_the_master_loads_without_warming_up_and_publishes_each_change(tmp_path: Path) -> None:
     write_version(tmp_path / "m", 1, 1.0)
     found = {"counting": manifests()["sklearn"]}  # a manifest that says shared
-    master = MasterModels((spec(tmp_path / "m"),), None, None, 0.0, Shareable(found))
-    master.repository = ModelRepository(lookup, warm=False)  # CountingPredictor's loader
-    master.watcher.repository = master.repository
+    master = MasterModels((spec(tmp_path / "m"),), None, None, 0.0, Shareable(found),
+                          lookup=lookup)
     master.load()
     assert CountingPredictor.events == ["load"], "the master never predicts"
     shelf = sharing.inherited()
@@ -122,7 +160,76 @@ def test_the_master_loads_without_warming_up_and_publishes_each_change(tmp_path:
     shelf = sharing.inherited()
     assert shelf is not None and shelf.generation == 2
     assert sorted(shelf.models["m"].versions) == [2]
+    assert CountingPredictor.events == ["load", "load"], "closed once no worker holds it"
+
+
+class Worker:
+    """What the master knows of a gunicorn worker: the generation it inherited."""
+
+
+def test_a_dropped_version_closes_after_the_last_worker_that_may_hold_it(
+        tmp_path: Path) -> None:
+    write_version(tmp_path / "m", 1, 1.0, warmup=False)
+    found = {"counting": manifests()["sklearn"]}
+    master = MasterModels((spec(tmp_path / "m"),), None, None, 0.0, Shareable(found),
+                          lookup=lookup)
+    master.load()
+    old = Worker()
+    master.forking(old)
+    master._before_fork()  # what os.fork runs (os.register_at_fork)
+    master._after_fork()
+    assert getattr(old, sharing.GENERATION_ATTRIBUTE) == 1
+    write_version(tmp_path / "m", 2, 2.0, warmup=False)
+    master.watcher.poll()
+    assert master.publish()
+    new = Worker()
+    setattr(new, sharing.GENERATION_ATTRIBUTE, 2)
+    master.close_due([old, new])
+    assert "close" not in CountingPredictor.events, "the old worker may still serve it"
+    master.close_due([new])  # the old worker exited
+    for _ in range(100):
+        if "close" in CountingPredictor.events:
+            break
+        threading.Event().wait(0.05)
     assert CountingPredictor.events == ["load", "load", "close"]
+    master.close_all()  # the master exits: version 2 too, and version 1 only once
+    assert CountingPredictor.events == ["load", "load", "close", "close"]
+
+
+class ThreadedPredictor(CountingPredictor):
+    """Starts a thread in ``from_path``: no fork keeps it running."""
+
+    @classmethod
+    def from_path(cls, model_dir: str, **options: Any) -> CountingPredictor:
+        predictor = super().from_path(model_dir)
+        stop = threading.Event()
+        predictor.stop = stop  # type: ignore[attr-defined]
+        threading.Thread(target=stop.wait, name="user-thread", daemon=True).start()
+        return predictor
+
+    def close(self) -> None:
+        self.stop.set()  # type: ignore[attr-defined]
+        super().close()
+
+
+def test_a_predictor_that_leaves_a_thread_loads_in_each_worker(
+        tmp_path: Path, caplog: pytest.LogCaptureFixture) -> None:
+    write_version(tmp_path / "m", 1, 1.0, warmup=False)
+    model = spec(tmp_path / "m")
+    shareable = Shareable({"counting": manifests()["sklearn"]})
+    master = MasterModels((model,), None, None, 0.0, shareable,
+                          lookup=lambda name: ThreadedPredictor)
+    with caplog.at_level(logging.WARNING, logger="flask_predict.sharing"):
+        master.load()
+    assert "model 'm' version 1 left user-thread open" in caplog.text
+    assert caplog.text.count("loads in each worker instead") == 1
+    assert CountingPredictor.events == ["load", "close"]
+    assert not master.repository.model("m").versions and not shareable(model, 1)
+    assert not master.repository.model("m").statuses, "not a failure"
+    worker = ModelRepository(lookup, shelf=sharing.inherited())
+    worker.sync([model])
+    with worker.get("m") as loaded:
+        assert loaded.owned
 
 
 def test_a_worker_serves_the_masters_predictor_warms_it_up_and_never_closes_it(
@@ -179,11 +286,25 @@ def test_a_failure_in_the_master_is_each_workers_status_and_log(
     assert caplog.text.count("model 'm' version 2 failed to load") == 1
 
 
-def test_forks_wait_for_a_load_in_progress(tmp_path: Path) -> None:
+def test_forks_never_wait_for_a_load(tmp_path: Path) -> None:
+    """A load of any length runs beside the arbiter: a fork waits only while a framework is
+    imported or a new set is published."""
     write_version(tmp_path / "m", 1, 1.0, warmup=False)
     found = {"counting": manifests()["sklearn"]}
-    master = MasterModels((spec(tmp_path / "m"),), None, None, 0.0, Shareable(found))
-    master.repository.lock.acquire()  # a load in progress on the watcher's thread
+    loading, release = threading.Event(), threading.Event()
+
+    class SlowPredictor(CountingPredictor):
+        @classmethod
+        def from_path(cls, model_dir: str, **options: Any) -> CountingPredictor:
+            loading.set()
+            release.wait(10)
+            return super().from_path(model_dir)
+
+    master = MasterModels((spec(tmp_path / "m"),), None, None, 0.0, Shareable(found),
+                          lookup=lambda name: SlowPredictor)
+    thread = threading.Thread(target=master.load)
+    thread.start()
+    assert loading.wait(10)
     forked = threading.Event()
 
     def fork() -> None:
@@ -191,14 +312,12 @@ def test_forks_wait_for_a_load_in_progress(tmp_path: Path) -> None:
         forked.set()
         master._after_fork()
 
-    thread = threading.Thread(target=fork)
-    thread.start()
-    assert not forked.wait(0.3), "the fork waits"
-    master.repository.lock.release()
-    assert forked.wait(5)
-    thread.join(5)
-    assert not master.repository.lock.locked()
+    threading.Thread(target=fork).start()
+    assert forked.wait(5), "the fork did not wait for the load"
+    release.set()
+    thread.join(10)
     assert os.getpid() == master._pid
+    assert sharing.inherited() is not None
 
 
 def test_a_failure_after_the_fork_reaches_the_workers_without_replacing_them(
@@ -206,9 +325,7 @@ def test_a_failure_after_the_fork_reaches_the_workers_without_replacing_them(
     write_version(tmp_path / "m", 1, 1.0, warmup=False)
     found = {"counting": manifests()["sklearn"]}
     master = MasterModels((spec(tmp_path / "m"),), None, None, 0.0, Shareable(found),
-                          state_dir=str(tmp_path))
-    master.repository = ModelRepository(lookup, warm=False)
-    master.watcher.repository = master.repository
+                          state_dir=str(tmp_path), lookup=lookup)
     master.load()
     shelf = sharing.inherited()  # what a worker forked now inherits
     assert shelf is not None

@@ -295,9 +295,11 @@ def test_waits_become_spans_inside_decode_and_predict(traced: tuple[Flask, int],
     app, _ = traced
     state = app.extensions["predict"]
     service = state.service
-    # the models' first load not done yet (a background load): a request waits for it
+    # the models' first load not done yet (a background load), the version asked for not
+    # loaded at the request's arrival: the request waits for the load
     monkeypatch.setattr(service.repository, "first_sync", threading.Event())
     monkeypatch.setattr(service, "load_wait_seconds", 0.001)
+    monkeypatch.setattr(service, "_serves", lambda *args: False)
     record = state.scopes.open("kserve_v2", "predict", None, 0)
     with service.use("iris") as loaded:
         busy = _BusyOnce()

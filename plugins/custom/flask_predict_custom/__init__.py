@@ -25,7 +25,8 @@ from flask_predict import ModelMetadata, Predictor
 from flask_predict.types import Tensor
 
 from .modules import VersionModules
-from .routine import class_setting, close_routine, is_aiplatform, load_user_class
+from .routine import (class_setting, close_routine, fork_routine, is_aiplatform,
+                      load_user_class)
 from .signature import declared_by, declared_metadata
 from .vertex import VertexPredictor
 
@@ -80,9 +81,7 @@ class CustomPredictor(Predictor):
         return self._metadata
 
     def after_fork(self) -> None:
-        hook = getattr(self.user, "after_fork", None)
-        if callable(hook):
-            self.modules.call(hook)
+        fork_routine(self.user, self.modules)
 
     def close(self) -> None:
         close_routine(self.user, self.modules)

@@ -65,6 +65,14 @@ def is_aiplatform(user_class: Any) -> bool:
     return callable(getattr(user_class, "from_path", None))
 
 
+def fork_routine(user: Any, modules: VersionModules) -> None:
+    """The routine's own ``after_fork()``, when it has one: in each gunicorn worker that
+    inherited it from the master (threads, sockets and pools start there)."""
+    hook = getattr(user, "after_fork", None)
+    if callable(hook):
+        modules.call(hook)
+
+
 def close_routine(user: Any, modules: VersionModules) -> None:
     """The routine's own ``close()``, when it has one, then forget its version's modules."""
     close = getattr(user, "close", None)

@@ -24,7 +24,8 @@ from flask_predict.errors import FailedPrecondition, InvalidInput
 from flask_predict.types import ModelMetadata
 
 from .modules import VersionModules
-from .routine import class_setting, close_routine, is_aiplatform, load_user_class
+from .routine import (class_setting, close_routine, fork_routine, is_aiplatform,
+                      load_user_class)
 from .signature import declared_by
 
 NO_SIGNATURE = ("this model is a Vertex AI prediction routine: it takes whole requests on the "
@@ -96,6 +97,9 @@ class VertexPredictor(Predictor):
 
     def metadata(self) -> ModelMetadata:
         return self._metadata
+
+    def after_fork(self) -> None:
+        fork_routine(self.user, self.modules)
 
     def close(self) -> None:
         close_routine(self.user, self.modules)
