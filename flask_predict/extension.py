@@ -11,24 +11,16 @@ import logging
 
 from flask import Flask
 
-from . import observe, runtime, startup
+from . import observe, runtime
+from .assembly import assemble
 from .config import read_settings
-from .control import ModelControl
 from .current import get_state
 from .openapi.view import bp as openapi
-from .payload_log import PayloadLog
 from .plugins import check_predictor_class, load_predictor_class
 from .predictor import Predictor
 from .protocols import descriptors
-from .repository import ModelRepository
-from .scope import Scopes
-from .service import ModelService
-from .shared_state import StateDir
 from .sharing import inherited
-from .state import EXTENSION_KEY, PredictState
-from .tracing import open_tracing
-from .tracing import wanted as tracing_wanted
-from .watcher import UNLOADED_MODELS, Watcher
+from .state import EXTENSION_KEY
 
 logger = logging.getLogger(__name__)
 
@@ -65,39 +57,8 @@ class FlaskPredict:
         settings = read_settings(app.config)
         if settings.manage_process:
             runtime.prepare_process(settings.threads, settings.gpus, settings.worker_index)
-        metrics = None
-        if settings.metrics:
-            from .metrics import Metrics
-
-            metrics = Metrics()
-        listener = metrics.model_event if metrics else None
-        background = settings.load_in_background
-        watched = background or settings.poll_seconds > 0
-        # models unloaded through the V2 repository extension, shared by the workers
-        unloaded = StateDir(settings.state_dir).names(UNLOADED_MODELS) if watched else None
-        skipped = unloaded.read() if unloaded is not None else frozenset()
-        specs = [spec for spec in settings.models if spec.name not in skipped]
-        if background:
-            repository = ModelRepository(self.predictor_class, listener, inherited())
-            repository.announce(specs)  # known at once; loaded by the watcher's thread
-        else:  # a model that does not load raises here (startup.check_first_load)
-            repository = ModelRepository.load(specs, self.predictor_class, listener,
-                                              inherited(), settings.exit_on_load_error)
-        repository.serve_the_rest = not settings.exit_on_load_error
-        watcher = None
-        if watched:
-            watcher = Watcher(repository, app.config.get("PREDICT_MODELS"),
-                              settings.model_config_file, settings.poll_seconds,
-                              settings.models, load_first=background, unloaded=unloaded)
-        control = ModelControl(repository, settings.models, watcher,
-                               settings.load_wait_seconds)
-        state = PredictState(settings, ModelService(
-            repository, settings.load_wait_seconds if background else 0.0,
-            settings.timeout_seconds, metrics, control), metrics=metrics)
-        tracing = (open_tracing(settings.tracing, settings.server_name)
-                   if tracing_wanted(settings.tracing) else None)
-        payloads = PayloadLog(settings.payload_log, metrics) if settings.payload_log else None
-        state.scopes = Scopes(state, settings, metrics, tracing, payloads)
+        state = assemble(settings, app.config.get("PREDICT_MODELS"), self.predictor_class,
+                         inherited(), start=False)
         app.extensions[EXTENSION_KEY] = state
         for protocol in descriptors(settings.protocols):
             app.register_blueprint(protocol.load_blueprint(),
@@ -110,14 +71,11 @@ class FlaskPredict:
         if settings.openapi_route:
             app.register_blueprint(openapi, url_prefix=settings.url_prefix or None)
         logger.debug("flask_predict: serving %s over %s%s", [s.name for s in settings.models],
-                     list(settings.protocols), " (loading in the background)" if background
-                     else "")
-        if watcher is not None:
-            if background:  # the start-up rule, once the first load is done
-                watcher.after_first_load(lambda: startup.settle(
-                    repository.models(), settings.exit_on_load_error))
-            watcher.start()
-        if settings.manage_process and not background:
+                     list(settings.protocols), " (loading in the background)"
+                     if settings.load_in_background else "")
+        if state.service.control.watcher is not None:
+            state.service.control.watcher.start()
+        if settings.manage_process and not settings.load_in_background:
             runtime.settle_process(settings.threads)
         if "predict" not in app.cli.commands:  # `flask predict ...`; an app's own name wins
             from .cli.group import predict_group
@@ -130,9 +88,4 @@ def close_app(app: Flask) -> None:
     calls this)."""
     state = app.extensions.get(EXTENSION_KEY)
     if state is not None:
-        state.service.control.stop()
-        if state.scopes is not None:
-            state.scopes.shutdown()  # spans and payload records still queued
-        if state.metrics is not None:
-            state.metrics.close()
-        state.service.repository.close()
+        state.close()

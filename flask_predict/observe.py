@@ -21,7 +21,6 @@ from .http_transport import HTTP
 from .protocols import Protocol, descriptors
 from .protocols._http import plain_error
 from .record import current_request
-from .scope import Scopes
 from .current import get_state
 from .state import EXTENSION_KEY, PredictState
 
@@ -37,7 +36,7 @@ class Observer:
     def __init__(self, app: Flask, state: PredictState) -> None:
         settings = state.settings
         self.app = app
-        self.scopes = state.scopes or Scopes(state, settings, state.metrics)
+        self.scopes = state.scopes
         self.tokens = settings.auth_tokens
         self.admin_tokens = settings.admin_tokens
         self.verbs: dict[str, str] = {}

@@ -46,10 +46,9 @@ from .errors import ConfigError
 from .memory import release
 from .plugins import Manifest, detect_predictor, load_predictor_class, manifests
 from .predictor import Predictor
-from .repository import ModelRepository, NotShared
+from .repository import NotShared
 from .served import LoadedVersion, ServedModel, Shelf, VersionStatus, close_predictor
 from .types import ModelSpec
-from .watcher import Watcher
 
 logger = logging.getLogger(__name__)
 
@@ -168,10 +167,13 @@ class MasterModels:
                  lookup: Callable[[str], type[Predictor]] = load_predictor_class) -> None:
         self.shareable = shareable or Shareable()
         self._plugin_class = lookup
-        self.repository = ModelRepository(self._lookup, warm=False, shared=self.shareable,
-                                          load=self._load_alone)
-        self.watcher = Watcher(self.repository, models, config_file, poll_seconds, specs,
-                               select=self.shareable.any_version)
+        from .assembly import model_store
+
+        self.repository, watcher = model_store(
+            specs, models, config_file, poll_seconds, self._lookup, shared=self.shareable,
+            load=self._load_alone, select=self.shareable.any_version)
+        assert watcher is not None  # a poll interval was given
+        self.watcher = watcher
         self.board = FailureBoard(Path(state_dir) / "shared_failures.json") \
             if state_dir else None
         self.generation = 0

@@ -9,11 +9,13 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from .config import Settings
+from .scope import Scopes
 from .service import ModelService
 
 if TYPE_CHECKING:
     from .metrics import Metrics
-    from .scope import Scopes
+    from .payload_log import PayloadLog
+    from .tracing import Tracing
 
 EXTENSION_KEY = "predict"
 """Where an app keeps its state: ``app.extensions["predict"]``."""
@@ -29,5 +31,21 @@ class PredictState:
     """Per-app objects owned by one protocol or feature (keyed by its module name)."""
     metrics: Metrics | None = None
     """The app's Prometheus series; ``None`` when ``PREDICT_METRICS`` is off."""
-    scopes: Scopes | None = None
-    """Opens and closes each request's scope (set by ``init_app``)."""
+    tracing: Tracing | None = None
+    """Each request's spans; ``None`` when tracing is off."""
+    payloads: PayloadLog | None = None
+    """The payload log; ``None`` when it is off."""
+    scopes: Scopes = field(init=False)
+    """Opens and closes each request's scope, REST and gRPC alike."""
+
+    def __post_init__(self) -> None:
+        self.scopes = Scopes(self, self.settings, self.metrics, self.tracing, self.payloads)
+
+    def close(self) -> None:
+        """Stop reloading, flush what is queued (spans, payload records, metrics) and
+        release the models (a worker's exit, an app's teardown)."""
+        self.service.control.stop()
+        self.scopes.shutdown()
+        if self.metrics is not None:
+            self.metrics.close()
+        self.service.repository.close()

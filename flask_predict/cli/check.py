@@ -22,7 +22,8 @@ from ..errors import ConfigError
 from ..model_config import load_models
 from ..plugins import installed_names, load_predictor_class
 from ..predictor import Predictor
-from ..repository import ModelRepository, plugin_for
+from ..assembly import model_store
+from ..repository import plugin_for
 from ..served import ServedModel
 from ..startup import check_models, failures
 from ..types import ModelMetadata, ModelSpec, TensorSpec
@@ -107,7 +108,7 @@ def check_specs(specs: tuple[ModelSpec, ...],
     def told(event: str, model: str, version: int, took: float) -> None:
         seconds[(model, version)] = took
 
-    repository = ModelRepository(lookup, told)
+    repository, _ = model_store(tuple(passed), None, None, None, lookup, listener=told)
     try:
         repository.sync(passed)
         for served in repository.models():

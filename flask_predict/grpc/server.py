@@ -20,7 +20,6 @@ from grpc_reflection.v1alpha import reflection, reflection_pb2
 
 from ..errors import ConfigError
 from ..protocols import descriptors
-from ..scope import Scopes
 from ..state import PredictState
 from . import messages
 from .auth import TokenInterceptor
@@ -75,7 +74,7 @@ class GrpcServer:
             options=[("grpc.so_reuseport", 1),
                      ("grpc.max_receive_message_length", settings.grpc_max_message_bytes),
                      ("grpc.max_send_message_length", -1)])
-        scopes = state.scopes or Scopes(state, settings, state.metrics)
+        scopes = state.scopes
         servicers: dict[str, Any] = {}
         for protocol in descriptors(settings.protocols):
             for name, servicer_class in protocol.load_servicers().items():

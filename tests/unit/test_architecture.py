@@ -239,7 +239,7 @@ def test_flask_free_parts_and_plugins_import_with_flask_blocked(group: tuple[str
 def test_the_import_graph_is_read() -> None:
     found = modules()
     extension = imports("flask_predict.extension", found["flask_predict.extension"], set(found))
-    assert {"flask_predict.service", "flask_predict.state", "flask_predict.protocols"} <= extension
+    assert {"flask_predict.assembly", "flask_predict.state", "flask_predict.protocols"} <= extension
     name = "flask_predict.protocols.kserve_v2.repository_ext"
     assert "flask_predict.service" in imports(name, found[name], set(found))
 
