@@ -265,7 +265,7 @@ def config_from_environ(environ: Mapping[str, str]) -> dict[str, Any]:
     As in TF Serving's container, the model lives in ``$MODEL_BASE_PATH/$MODEL_NAME``
     (``MODEL_BASE_PATH`` defaults to ``/models``). ``MODEL_CONFIG_FILE`` names a config file.
     A protocol's section may read more variables (Vertex AI's ``AIP_PREDICT_ROUTE`` and
-    ``AIP_HEALTH_ROUTE`` add its routes: ``Section.environ``), and ``AIP_STORAGE_URI`` (a local folder; see :mod:`flask_predict.vertex_storage`) is the model
+    ``AIP_HEALTH_ROUTE`` add its routes: ``Section.environ``), and ``AIP_STORAGE_URI`` (a local folder or a ``gs://``/``s3://`` URI; see :mod:`flask_predict.vertex_storage`) is the model
     ``$MODEL_NAME`` (default ``model``) unless a model config is set.
     """
     config: dict[str, Any] = {}
