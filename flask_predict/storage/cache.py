@@ -11,19 +11,20 @@ A version is *complete* when two listings at least :data:`SETTLE_SECONDS` apart 
 objects (names, sizes, generations or ETags), so objects uploaded one by one are taken once
 the upload pauses; at start the first sync lists again after that pause. A version whose
 objects change later is downloaded again and its link swapped (a folder that failed to load
-is then tried again). Every sync holds an exclusive lock on the mirror: one process lists
-and downloads, the others wait and find it done (:meth:`Mirror.sync`).
+is then tried again). Every sync holds an exclusive lock on the mirror, a POSIX record lock
+that a process forked meanwhile does not inherit: one process lists and downloads, the
+others wait and find it done (:meth:`Mirror.sync`).
 """
 
 from __future__ import annotations
 
-import errno
 import fcntl
 import hashlib
 import json
 import logging
 import os
 import shutil
+import threading
 import time
 from typing import Any, Callable, Iterator
 from contextlib import contextmanager
@@ -126,6 +127,10 @@ class Mirror:
                 while first and state["seen"] and time.time() < deadline:
                     time.sleep(SETTLE_SECONDS)
                     self._pass(state, strict=True)
+                if first and not state["cached"]:
+                    state["listed"] = 0.0  # the next process to start tries again
+                    raise StorageError(f"{self.uri}: no model under this prefix (numbered "
+                                       "version folders, or the artifacts themselves)")
             except StorageError as exc:
                 if first:
                     raise
@@ -252,19 +257,31 @@ class Mirror:
 
     @contextmanager
     def _locked(self) -> Iterator[None]:
-        """Exclusive, across every process of the machine; released if the holder dies."""
-        fd = os.open(os.path.join(self.folder, LOCK), os.O_RDWR | os.O_CREAT, 0o600)
-        try:
-            while True:
-                try:
-                    fcntl.flock(fd, fcntl.LOCK_EX)
-                    break
-                except OSError as exc:  # interrupted by a signal: wait again
-                    if exc.errno != errno.EINTR:
-                        raise
-            yield
-        finally:
-            os.close(fd)
+        """Exclusive across the threads of this process (a lock) and across the processes of
+        the machine (a POSIX record lock on ``.lock``: released when its holder dies, and
+        never inherited by a process forked meanwhile, as an ``flock`` would be)."""
+        with _threads.lock:
+            fd = os.open(os.path.join(self.folder, LOCK), os.O_RDWR | os.O_CREAT, 0o600)
+            try:
+                fcntl.lockf(fd, fcntl.LOCK_EX)  # retried by Python when a signal interrupts
+                yield
+            finally:
+                os.close(fd)
+
+
+class _ThreadLock:
+    """The lock of this process's syncs; a new one in a forked child, where a thread of the
+    parent may have held it at the fork."""
+
+    def __init__(self) -> None:
+        self.lock = threading.Lock()
+
+    def after_fork(self) -> None:
+        self.lock = threading.Lock()
+
+
+_threads = _ThreadLock()
+os.register_at_fork(after_in_child=_threads.after_fork)
 
 
 def _write(path: str, text: str) -> None:

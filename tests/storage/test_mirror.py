@@ -97,6 +97,12 @@ def test_missing_bucket_at_start_is_one_line(bucket: Bucket) -> None:
     assert "not found" in message and "\n" not in message
 
 
+def test_empty_prefix_at_start_is_one_line(bucket: Bucket) -> None:
+    bucket.put("other/1/a", b"1")
+    with pytest.raises(storage.StorageError, match=r"/empty: no model under this prefix"):
+        storage.resolve(bucket.uri("empty"))
+
+
 def test_malformed_uris_are_config_errors() -> None:
     for path in ("gs://", "s3://bucket/../etc", "azure://container/models"):
         with pytest.raises(storage.StorageError.__mro__[1]):
