@@ -23,6 +23,7 @@ from .protocols import REGISTRY, Section, descriptors
 from .tokens import read_tokens
 from .tracing import tracing_value
 from .types import Limits, ModelSpec
+from .storage import CACHE_VARIABLE, cache_root
 from .vertex_storage import VARIABLE as STORAGE_VARIABLE
 from .vertex_storage import storage_base_path
 
@@ -42,6 +43,7 @@ DEFAULTS: dict[str, Any] = {
     "PREDICT_POLL_SECONDS": 2.0,
     "PREDICT_TIMEOUT_SECONDS": None,
     "PREDICT_STATE_DIR": None,
+    "PREDICT_STORAGE_CACHE": None,
     "PREDICT_SERVER_NAME": "flask-predict",
     "PREDICT_GPUS": None,
     "PREDICT_WORKER_INDEX": None,
@@ -202,6 +204,7 @@ def read_settings(config: Mapping[str, Any]) -> Settings:
         except (TypeError, ValueError):
             raise ConfigError(f"PREDICT_GPUS must list GPU indices, got {values['PREDICT_GPUS']!r}")
 
+    check_storage_cache(values["PREDICT_STORAGE_CACHE"])
     config_file = values["PREDICT_MODEL_CONFIG_FILE"]
     models = load_models(values["PREDICT_MODELS"], config_file)
     access_log = access_log_format(values["PREDICT_ACCESS_LOG"])
@@ -265,7 +268,7 @@ def config_from_environ(environ: Mapping[str, str]) -> dict[str, Any]:
     As in TF Serving's container, the model lives in ``$MODEL_BASE_PATH/$MODEL_NAME``
     (``MODEL_BASE_PATH`` defaults to ``/models``). ``MODEL_CONFIG_FILE`` names a config file.
     A protocol's section may read more variables (Vertex AI's ``AIP_PREDICT_ROUTE`` and
-    ``AIP_HEALTH_ROUTE`` add its routes: ``Section.environ``), and ``AIP_STORAGE_URI`` (a local folder; see :mod:`flask_predict.vertex_storage`) is the model
+    ``AIP_HEALTH_ROUTE`` add its routes: ``Section.environ``), and ``AIP_STORAGE_URI`` (a local folder or a ``gs://``/``s3://`` URI; see :mod:`flask_predict.vertex_storage`) is the model
     ``$MODEL_NAME`` (default ``model``) unless a model config is set.
     """
     config: dict[str, Any] = {}
@@ -292,6 +295,14 @@ MODEL_SOURCES = ("FLASK_PREDICT_MODELS", "FLASK_PREDICT_MODEL_CONFIG_FILE", "MOD
 
 def _sections() -> list[Section]:
     return [protocol.settings for protocol in descriptors() if protocol.settings is not None]
+
+
+def check_storage_cache(folder: Any) -> None:
+    """``PREDICT_STORAGE_CACHE`` is every process's, so it is read from the environment
+    (:func:`flask_predict.storage.cache_root`); a config value must agree with it."""
+    if folder and os.path.abspath(str(folder)) != os.path.abspath(cache_root()):
+        raise ConfigError(f"PREDICT_STORAGE_CACHE is {folder!r}: set it in the environment as "
+                          f"{CACHE_VARIABLE}, which every process of the server reads")
 
 
 def route_value(values: Mapping[str, Any], key: str) -> str | None:

@@ -35,6 +35,8 @@ LATENCY_BUCKETS = (0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0
 """Upper bounds of the latency histograms, in seconds: one-row requests take well under 1 ms."""
 SIZE_BUCKETS = (256, 1024, 4096, 16384, 65536, 262144, 1048576, 4194304, 16777216, 67108864,
                 INF)
+QUEUE_BUCKETS = (0.001, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0, INF)
+"""Upper bounds of the queue-wait histogram: an idle server's wait is under a millisecond."""
 LOAD_BUCKETS = (0.1, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0, 60.0, 120.0, 300.0, INF)
 FLUSH_SECONDS = 1.0
 """How often each worker writes the requests it counted to the shared registry."""
@@ -146,6 +148,13 @@ class Metrics:
         self.in_flight = Gauge(
             "flask_predict_requests_in_flight", "Requests being answered",
             registry=registry, multiprocess_mode="livesum")
+        self.queue = Histogram(
+            "flask_predict_request_queue_seconds", "Time a request waited between the front "
+            "end taking it (its X-Request-Start header) and a worker starting it",
+            buckets=QUEUE_BUCKETS, registry=registry)
+        self.busy = Counter(
+            "flask_predict_worker_busy_seconds", "Time the workers spent answering requests "
+            "(its rate over the worker count is the busy share)", registry=registry)
         self.load_seconds = Histogram(
             "flask_predict_model_load_seconds", "Time to load (and warm up) a model version",
             ("model", "version"), buckets=LOAD_BUCKETS, registry=registry)
@@ -178,11 +187,20 @@ class Metrics:
         self._finished = 0
         """Requests answered in this process."""
         self._active_written = 0
+        self._queued = [0.0] * (len(QUEUE_BUCKETS) + 1)
+        """The queue waits counted since the last flush: their sum, then each bucket's count."""
+        self._busy = 0.0
+        """The time spent answering requests since the last flush."""
 
     # --- recording (every request) -----------------------------------------------------------
 
     def started(self) -> None:
         next(self._starts)  # the in-flight gauge is written by flush()
+
+    def queued(self, seconds: float) -> None:
+        """Count the time a request waited before this worker took it."""
+        with self._lock:
+            _observe(self._queued, QUEUE_BUCKETS, seconds)
 
     def finished(self, record: RequestRecord, status: int, response_bytes: int | None,
                  ended: float) -> None:
@@ -199,6 +217,7 @@ class Metrics:
                 pending.failed_seconds += duration
             pending.last = time.time()
             self._finished += 1
+            self._busy += duration
             latency, request_size, response_size, before, predict, after = pending.histograms
             _observe(latency, LATENCY_BUCKETS, duration)
             _observe(request_size, SIZE_BUCKETS, record.request_bytes)
@@ -218,9 +237,14 @@ class Metrics:
             started = next(self._starts) - self._reads
             self._reads += 1
             active = started - self._finished
+            queued, self._queued = self._queued, [0.0] * (len(QUEUE_BUCKETS) + 1)
+            busy, self._busy = self._busy, 0.0
         if active != self._active_written:
             self.in_flight.set(active)
             self._active_written = active
+        _add_to_histogram(self.queue, queued)
+        if busy:
+            self.busy.inc(busy)
         for key, counted in pending.items():
             series = self._series.get(key)
             if series is None:

@@ -9,6 +9,7 @@ from pathlib import Path
 from typing import Any, Mapping
 
 from .errors import ConfigError
+from .storage import resolve
 from .types import ModelSpec, VersionPolicy
 
 MODEL_KEYS = frozenset({"base_path", "predictor", "version_policy", "version_labels", "versions",
@@ -86,7 +87,7 @@ def _model_spec(name: str, entry: Any, base_dir: Path | None, origin: str) -> Mo
         raise ConfigError(f"{where}: settings must be an object")
     if "base_path" not in entry:
         raise ConfigError(f"{where}: 'base_path' is required")
-    base_path = Path(os.path.expanduser(str(entry["base_path"])))
+    base_path = Path(os.path.expanduser(resolve(str(entry["base_path"]))))
     if base_dir is not None and not base_path.is_absolute():
         base_path = base_dir / base_path
     if not base_path.is_dir():

@@ -23,10 +23,11 @@ from __future__ import annotations
 
 import os
 from itertools import count
-from time import perf_counter
+from time import perf_counter, time
 from typing import TYPE_CHECKING, Any
 
 from .access_log import AccessLog
+from .queue_time import HEADER, queue_seconds
 from .record import RequestRecord, current_request, usable_id
 from .transport import Transport
 
@@ -95,6 +96,10 @@ class Scopes:
         current_request.set(record)
         if self.metrics is not None:
             self.metrics.started()
+            if transport is not None:
+                waited = queue_seconds(transport.header(carrier, HEADER), time())
+                if waited is not None:
+                    self.metrics.queued(waited)
         if transport is not None:
             if self.tracing is not None:
                 self.tracing.start(record, carrier, transport)

@@ -1,9 +1,10 @@
-"""Vertex AI's ``AIP_STORAGE_URI``: the deployed model's artifacts, served when they are local.
+"""Vertex AI's ``AIP_STORAGE_URI``: the deployed model's artifacts.
 
 Vertex AI copies a model's artifacts to Cloud Storage and names the copy in
-``AIP_STORAGE_URI``. flask-predict downloads nothing: a ``gs://`` (or any other remote) URI
-stops the server at boot with a message; a local folder (a Cloud Storage FUSE mount, a folder
-baked into the image) is served. A folder of numbered version folders is a model base path as
+``AIP_STORAGE_URI``. A ``gs://`` (or ``s3://``) URI is the model's base path as it is: like
+every remote model path it is downloaded into the cache (:mod:`flask_predict.storage`), a
+prefix holding the artifacts themselves being version 1. A local folder (a Cloud Storage
+FUSE mount, a folder baked into the image) is served in place. A folder of numbered version folders is a model base path as
 usual; a folder that holds the artifacts themselves (``model.joblib``, ``saved_model.pb``,
 as Vertex AI's prebuilt containers expect) is served as version 1.
 """
@@ -16,18 +17,17 @@ import tempfile
 
 from .errors import ConfigError
 from .artifacts import version_folders
+from .storage.uri import is_remote
 
 VARIABLE = "AIP_STORAGE_URI"
 
 
 def storage_base_path(uri: str) -> str:
-    """The model base path that serves the artifacts at *uri* (``ConfigError`` if remote)."""
+    """The model base path that serves the artifacts at *uri*: a remote URI as it is, a
+    local folder of versions, or a version 1 made of a local folder of artifacts."""
+    if is_remote(uri):
+        return uri  # resolved with every model path: a mirror in the cache (.storage)
     path = uri[len("file://"):] if uri.startswith("file://") else uri
-    if "://" in path:
-        raise ConfigError(f"{VARIABLE} is {uri!r}: flask-predict does not download model "
-                          "artifacts. Mount the bucket (Cloud Storage FUSE) or copy the "
-                          f"artifacts into the image, and set {VARIABLE} to that local "
-                          "folder, or configure the models with FLASK_PREDICT_MODELS")
     path = os.path.abspath(path)
     if not os.path.isdir(path):
         raise ConfigError(f"{VARIABLE}: {path!r} is not a directory")

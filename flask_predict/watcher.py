@@ -30,6 +30,7 @@ from .model_config import load_models
 from .errors import PredictError
 from .repository import ModelRepository
 from .shared_state import NameSet
+from .storage import refresh
 from .types import ModelSpec
 
 logger = logging.getLogger(__name__)
@@ -178,7 +179,10 @@ class Watcher:
     def _sync(self) -> None:
         try:
             self.specs = self.read_specs()
-            self.repository.sync(self.served(self.specs))
+            served = self.served(self.specs)
+            for spec in served:  # remote model paths: the mirror follows its store
+                refresh(spec.base_path, self.poll_seconds)
+            self.repository.sync(served)
         except Exception as exc:
             self._report(exc)
         else:

@@ -21,6 +21,8 @@ import os
 import sys
 from typing import Mapping, NoReturn, Sequence
 
+from ..storage.uri import is_remote
+
 GUNICORN_CONFIG = "python:flask_predict.gunicorn_config"
 APP = "flask_predict.wsgi:app"
 DEFAULT_REST_PORT = 8501
@@ -81,7 +83,8 @@ def add_arguments(parser: argparse.ArgumentParser, environ: Mapping[str, str]) -
     models.add_argument("--model_name", metavar="NAME",
                         help=f"name of the one model to serve (default: {DEFAULT_MODEL_NAME})")
     models.add_argument("--model_base_path", metavar="DIR",
-                        help="folder of that model's numbered versions (default with "
+                        help="folder (or gs:// or s3:// prefix) of that model's numbered "
+                             "versions (default with "
                              "--model_name: $MODEL_BASE_PATH/NAME, $MODEL_BASE_PATH being "
                              "/models unless set, as in TF Serving's container)")
     models.add_argument("--model_config_file", metavar="FILE",
@@ -195,7 +198,9 @@ def _model_environment(args: argparse.Namespace, environ: Mapping[str, str]) -> 
     name = args.model_name or DEFAULT_MODEL_NAME
     base = args.model_base_path or os.path.join(environ.get("MODEL_BASE_PATH") or "/models",
                                                 name)
-    return {"FLASK_PREDICT_MODELS": json.dumps({name: {"base_path": os.path.abspath(base)}})}
+    if not is_remote(base):
+        base = os.path.abspath(base)
+    return {"FLASK_PREDICT_MODELS": json.dumps({name: {"base_path": base}})}
 
 
 def _same(what: str, values: Mapping[str, float | None]) -> float | None:

@@ -69,17 +69,6 @@ def test_third_party_plugin_installed_with_pip(tmp_path: Path) -> None:
             (200, {"predictions": [0, 1, 1]})
 
 
-def test_cloud_storage_uri_stops_the_server_at_boot() -> None:
-    env = {k: v for k, v in os.environ.items() if not k.startswith(("FLASK_PREDICT_", "MODEL_"))}
-    env["AIP_STORAGE_URI"] = "gs://bucket/models/iris"
-    done = subprocess.run([sys.executable, "-m", "gunicorn", "-c", "gunicorn.conf.py",
-                           "--bind", "127.0.0.1:0", "wsgi:app"], cwd=ROOT, env=env,
-                          capture_output=True, timeout=60)
-    assert done.returncode != 0
-    assert b"AIP_STORAGE_URI is 'gs://bucket/models/iris': flask-predict does not download" \
-        in done.stderr
-
-
 def test_vertex_container_serves_a_local_storage_uri(model_root: Path, tmp_path: Path) -> None:
     """Vertex AI's environment as it starts a custom container, with the artifacts folder
     (model.joblib at its top, no version folders) mounted locally."""

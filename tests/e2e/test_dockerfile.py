@@ -85,7 +85,7 @@ def test_the_install_line_installs_the_wheels_make_dist_builds(wheels: list[Path
     matched = [[w.name for w in wheels if fnmatch.fnmatch(w.name, p)] for p in patterns]
     assert all(len(m) == 1 for m in matched), dict(zip(patterns, matched))
     assert sorted(m[0] for m in matched) == [w.name for w in wheels]
-    assert '"$core[grpc,otel]"' in install and "core=$(ls /dist/flask_predict-*.whl)" in install
+    assert '"$core[grpc,otel,gcs,s3]"' in install and "core=$(ls /dist/flask_predict-*.whl)" in install
 
 
 def test_it_starts_the_front_with_the_servers_command() -> None:

@@ -134,7 +134,7 @@ def test_one_wheel_per_distribution(dist: Path) -> None:
                 # each extra pins its plugin to the core's own release
                 assert (f"Requires-Dist: {distribution}==0.1.0; extra == \"{extra}\""
                         in metadata), extra
-            assert ("Requires-Dist: flask-predict[custom,grpc,sklearn,tensorflow,xgboost]; "
+            assert ("Requires-Dist: flask-predict[custom,gcs,grpc,s3,sklearn,tensorflow,xgboost]; "
                     "extra == \"all\"") in metadata
         else:
             plugin = entry_point.split(" ")[0]

@@ -156,9 +156,10 @@ def test_health_says_why_it_is_not_ready(make_app: Any, model_config: dict[str, 
     assert one.get(route).status_code == 200 and one.get(route).get_json() == {}
 
 
-def test_storage_uri_on_cloud_storage_stops_the_server() -> None:
-    with pytest.raises(ConfigError, match="does not download"):
-        config_from_environ({"AIP_STORAGE_URI": "gs://bucket/model"})
+def test_storage_uri_on_cloud_storage_is_the_base_path() -> None:
+    # resolved with every model path, into the cache (tests/storage, tests/e2e/test_storage_*)
+    assert config_from_environ({"AIP_STORAGE_URI": "gs://bucket/model"}) == \
+        {"PREDICT_MODELS": {"model": {"base_path": "gs://bucket/model"}}}
     # a model configured another way leaves the storage URI unused
     assert config_from_environ({"AIP_STORAGE_URI": "gs://bucket/model",
                                 "MODEL_CONFIG_FILE": "/srv/models.json"}) == \

@@ -1,0 +1,77 @@
+"""Model paths in object stores (``gs://``, ``s3://``): downloaded once per machine into a
+local cache before anything loads them, so the rest of flask_predict only ever sees local
+version folders (see docs/storage.md).
+
+Two calls, made where model paths are resolved: :func:`resolve` turns a model path into the
+local base path to serve (a remote one: its mirror, synced once before the first load), and
+:func:`refresh`, on every poll of the watcher, brings a mirror in line with its store.
+"""
+
+from __future__ import annotations
+
+import functools
+import hashlib
+import logging
+import os
+import tempfile
+
+from .cache import Mirror
+from .store import StorageError, Store
+from .uri import RemoteUri, is_remote, parse_uri
+
+__all__ = ["StorageError", "cache_root", "is_remote", "refresh", "resolve"]
+
+logger = logging.getLogger(__name__)
+
+CACHE_VARIABLE = "FLASK_PREDICT_STORAGE_CACHE"
+"""The environment variable naming the cache folder (default: under the temporary folder)."""
+
+
+def cache_root() -> str:
+    """The folder that holds one mirror per remote model path, shared by every process of the
+    machine: ``$FLASK_PREDICT_STORAGE_CACHE``, else ``<tmp>/flask-predict-<uid>/storage``."""
+    return os.environ.get(CACHE_VARIABLE) or os.path.join(
+        tempfile.gettempdir(), f"flask-predict-{os.getuid()}", "storage")
+
+
+def resolve(path: str) -> str:
+    """The local base path that serves model path *path*: *path* itself when local; for a
+    remote one its mirror, synced first if no process of this machine has yet (a
+    :class:`StorageError` naming the URI and the cause when the store cannot be read)."""
+    if not is_remote(path):
+        return path
+    uri = parse_uri(path)
+    digest = hashlib.sha256(str(uri).encode()).hexdigest()[:12]
+    leaf = uri.prefix.rsplit("/", 1)[-1] or uri.bucket
+    mirror = Mirror(os.path.join(cache_root(), uri.scheme, uri.bucket, f"{leaf}-{digest}"),
+                    uri, open_store)
+    mirror.create()
+    mirror.sync(first=True, poll_seconds=0)
+    return mirror.folder
+
+
+def refresh(base_path: str, poll_seconds: float) -> None:
+    """One poll of the mirror in *base_path* (nothing for a local folder); never raises: a
+    failure is logged by the mirror, with backoff, and the cached versions stay."""
+    mirror = Mirror.at(base_path, open_store)
+    if mirror is None:
+        return
+    try:
+        mirror.sync(first=False, poll_seconds=poll_seconds)
+    except Exception:
+        logger.exception("flask_predict: syncing %s failed; the versions cached stay",
+                         mirror.uri)
+
+
+def open_store(uri: RemoteUri) -> Store:
+    """The store of *uri*, its client made once per process."""
+    return _store(uri, os.getpid())
+
+
+@functools.lru_cache(maxsize=64)
+def _store(uri: RemoteUri, pid: int) -> Store:
+    if uri.scheme == "gs":
+        from .gcs import GcsStore
+        return GcsStore(uri)
+    from .s3 import S3Store
+    return S3Store(uri)

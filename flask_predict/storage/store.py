@@ -1,0 +1,61 @@
+"""What the cache asks of an object store: list the objects under a prefix, download one.
+:mod:`.gcs` and :mod:`.s3` implement it with each platform's own client."""
+
+from __future__ import annotations
+
+import hashlib
+from dataclasses import dataclass
+from typing import BinaryIO, Protocol
+
+from ..errors import ConfigError
+from .uri import RemoteUri
+
+
+class StorageError(ConfigError):
+    """A store could not be listed or read. The message names the URI and the cause, never
+    a credential; at start it stops the server as a model that does not load does."""
+
+
+@dataclass(frozen=True)
+class StoredObject:
+    """One object under a model's prefix."""
+
+    name: str
+    """Its key relative to the prefix, ``/``-separated."""
+    size: int
+    tag: str
+    """What changes whenever the object does: Cloud Storage's generation, S3's ETag."""
+    md5: bytes | None
+    """The MD5 digest of its content where the store gives one (checked after download)."""
+
+
+class Store(Protocol):
+    """One remote model path, reached through its platform's client."""
+
+    uri: RemoteUri
+
+    def list(self) -> list[StoredObject]:
+        """Every object under the prefix; ``StorageError`` when the store cannot say."""
+
+    def download(self, item: StoredObject, into: BinaryIO) -> bool:
+        """Write *item*'s content to *into*; ``StorageError`` when it cannot be read.
+        ``True`` when the listing's :attr:`~StoredObject.md5` is the digest of what was
+        written (S3 objects encrypted with KMS have an ETag that is not)."""
+
+
+def verify(uri: RemoteUri, item: StoredObject, path: str, digest_known: bool) -> None:
+    """Check the downloaded file *path* against what the listing said of *item*: its size
+    and, where the store gives one, its MD5 digest; ``StorageError`` naming the object."""
+    digest = hashlib.md5(usedforsecurity=False)
+    size = 0
+    with open(path, "rb") as file:
+        for chunk in iter(lambda: file.read(1 << 20), b""):
+            digest.update(chunk)
+            size += len(chunk)
+    where = f"{uri.scheme}://{uri.bucket}/{uri.key(item.name)}"
+    if size != item.size:
+        raise StorageError(f"{where}: read {size} bytes of {item.size}")
+    if digest_known and item.md5 is not None and digest.digest() != item.md5:
+        raise StorageError(f"{where}: the content does not match its MD5 checksum "
+                           f"({item.md5.hex()}): the object is corrupt, or changed while "
+                           "it was read")

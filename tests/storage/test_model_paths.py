@@ -1,0 +1,59 @@
+"""Remote model paths wherever a model path is taken: ``serve``'s flags, TF Serving's
+environment and model config file, our JSON config; and several processes resolving one
+path at once, with one download between them."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+from flask_predict.artifacts import version_folders
+from flask_predict.config import config_from_environ
+from flask_predict.model_config import load_models
+from tests.e2e.server import ROOT
+from tests.storage_servers import Bucket
+from tests.unit.test_cli import command_for
+
+
+def test_serve_flags_and_environment_keep_remote_paths() -> None:
+    _, env = command_for("--model_name", "iris", "--model_base_path", "s3://models/iris")
+    assert json.loads(env["FLASK_PREDICT_MODELS"]) == {"iris": {"base_path": "s3://models/iris"}}
+    assert config_from_environ({"MODEL_NAME": "iris", "MODEL_BASE_PATH": "gs://models"}) == \
+        {"PREDICT_MODELS": {"iris": {"base_path": "gs://models/iris"}}}
+
+
+def test_tf_serving_model_config_file(bucket: Bucket, tmp_path: Path) -> None:
+    bucket.put("tf/half/1/saved_model.pb", b"graph 1")
+    bucket.put("tf/half/2/saved_model.pb", b"graph 2")
+    config = tmp_path / "models.config"
+    config.write_text('model_config_list { config { name: "half" base_path: "%s" '
+                      'model_platform: "tensorflow" } }' % bucket.uri("tf/half"))
+    (spec,) = load_models(None, config)
+    assert spec.base_path.startswith(str(tmp_path / "cache"))
+    assert sorted(version_folders(spec.base_path)) == [1, 2]
+    assert Path(spec.base_path, "2", "saved_model.pb").read_bytes() == b"graph 2"
+
+
+RESOLVE = """
+import logging, sys
+logging.basicConfig(level=logging.INFO, format="%(message)s", stream=sys.stdout)
+from flask_predict import storage
+print("base", storage.resolve(sys.argv[1]))
+"""
+
+
+def test_several_processes_at_once_download_once(bucket: Bucket, tmp_path: Path) -> None:
+    for version in (1, 2, 3):
+        bucket.put(f"m/{version}/model.bin", os.urandom(200_000))
+    env = dict(os.environ)
+    processes = [subprocess.Popen([sys.executable, "-c", RESOLVE, bucket.uri("m")], cwd=ROOT,
+                                  env=env, stdout=subprocess.PIPE, text=True)
+                 for _ in range(4)]
+    outputs = [process.communicate(timeout=120)[0] for process in processes]
+    assert [process.returncode for process in processes] == [0, 0, 0, 0]
+    lines = "".join(outputs).splitlines()
+    assert len({line for line in lines if line.startswith("base ")}) == 1
+    assert len([line for line in lines if "downloaded (" in line]) == 3, lines
