@@ -303,6 +303,8 @@ def test_the_arbiter_never_waits_on_a_load(tmp_path: Path) -> None:
         write_routine(root / "slow", 2, 2.0, gate)
         wait_for(lambda: "loading model 'slow' version 2" in server.log_text(), "the load")
         os.kill(min(before), signal.SIGKILL)
+        wait_for(lambda: min(before) not in children(server.process.pid),  # type: ignore
+                 "the killed worker reaped")
         after = settle(server, 2)
         assert min(before) not in after
         for _ in range(10):
