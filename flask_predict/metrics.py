@@ -38,7 +38,7 @@ SIZE_BUCKETS = (256, 1024, 4096, 16384, 65536, 262144, 1048576, 4194304, 1677721
 LOAD_BUCKETS = (0.1, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0, 60.0, 120.0, 300.0, INF)
 FLUSH_SECONDS = 1.0
 """How often each worker writes the requests it counted to the shared registry."""
-INFERENCE_VERBS = frozenset({"predict", "classify", "regress"})
+INFERENCE_VERBS = frozenset({"predict", "classify", "regress", "explain"})
 """The verbs that run a model: what the monitor pages count as requests."""
 
 REQUEST_LABELS = ("protocol", "model", "version", "verb")

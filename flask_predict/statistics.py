@@ -3,7 +3,7 @@ service answers for V2's statistics extension (and any front end that asks). No 
 
 Every number is summed over every worker of the server (and every protocol): it comes from
 the multiprocess registry of :mod:`flask_predict.metrics`, counting the requests that ran a
-model (verbs ``predict``, ``classify``, ``regress``):
+model (verbs ``predict``, ``classify``, ``regress``, ``explain``):
 
 * ``success`` / ``fail``: requests answered with a status under 400 / 400 and up, and the
   time from routing to their answer (``flask_predict_requests_total`` by ``code``; the

@@ -19,19 +19,23 @@ from typing import Any, Mapping, Sequence
 import joblib
 import numpy as np
 
-from flask_predict import (FailedPrecondition, InvalidInput, ModelMetadata, Predictor,
-                           Signature, TensorSpec)
+from flask_predict import (Explanation, FailedPrecondition, InvalidInput, ModelMetadata,
+                           Predictor, Signature, TensorSpec)
 from flask_predict.codecs import NUMPY_TO_V2, check_shape
-from flask_predict.tabular import known_categories, read_columns, tabular_signature
+from flask_predict.explanation import cannot_explain
+from flask_predict.tabular import NUMBER, known_categories, read_columns, tabular_signature
 from flask_predict.types import DEFAULT_SIGNATURE, Tensor
 
 from .columns import layout
+from .explain import LinearExplainer, linear_explainer
 from .linear import is_linear_classifier, linear_predict, plain_finite
 from .manifest import MODEL_FILES  # noqa: E402  (one list: detection and loading)
 from .onepass import one_pass
 
 __all__ = ["SklearnPredictor", "is_linear_classifier", "linear_predict", "load_model"]
 METHODS = ("predict", "predict_proba")
+INPUT = "inputs"
+"""The one input of a model fitted on a matrix of numbers."""
 
 
 class SklearnPredictor(Predictor):
@@ -39,7 +43,8 @@ class SklearnPredictor(Predictor):
 
     instance_outputs = ("predict",)
 
-    def __init__(self, model: Any, outputs: Sequence[str] | None = None) -> None:
+    def __init__(self, model: Any, outputs: Sequence[str] | None = None,
+                 model_dir: str | None = None) -> None:
         self.model = model
         self.methods = tuple(m for m in METHODS if callable(getattr(model, m, None)))
         if not self.methods:
@@ -51,6 +56,8 @@ class SklearnPredictor(Predictor):
         self.layout = layout(model)
         """The columns (or text) the model takes; ``None``: one matrix of numbers."""
         self._metadata = self._describe()
+        self.explainer = self._explainer(model_dir)
+        """How ``explain`` attributes the raw output (:mod:`.explain`), or why it cannot."""
         if self.layout is not None:
             from . import frame  # pandas, for these models only
 
@@ -68,7 +75,44 @@ class SklearnPredictor(Predictor):
                   **options: Any) -> SklearnPredictor:
         if options:
             raise TypeError(f"unknown scikit-learn option(s) {sorted(options)}")
-        return cls(load_model(model_dir), outputs)
+        return cls(load_model(model_dir), outputs, model_dir)
+
+    def _explainer(self, model_dir: str | None) -> LinearExplainer | str:
+        """A linear model's explainer, on a matrix of numbers or numeric columns."""
+        if self.layout is None:
+            return linear_explainer(self.model, model_dir, None, lambda rows: rows)
+        if self.layout.text or any(column.kind != NUMBER or column.categories is not None
+                                   for column in self.layout.columns):
+            return "a model fitted on text or categories"
+        import pandas as pd
+
+        names = [column.name for column in self.layout.columns]
+        return linear_explainer(self.model, model_dir, names,
+                                lambda rows: pd.DataFrame(rows, columns=names))
+
+    def explain(self, inputs: Mapping[str, Tensor],
+                signature: str | None = None) -> Explanation:
+        """The coefficients times each feature's distance from the baseline row
+        (:mod:`.explain`); any other model is refused (400)."""
+        if isinstance(self.explainer, str):
+            raise cannot_explain(self.explainer)
+        if self.layout is not None:
+            columns = read_columns(inputs, self.layout.columns)
+            names = [column.name for column in self.layout.columns]
+            features = np.column_stack([np.asarray(columns[name], dtype=np.float64)
+                                        for name in names])
+        else:
+            names = None
+            features = _single_input(inputs)
+            check_shape(features, self._metadata.signature.inputs[0])
+            features = np.asarray(features, dtype=np.float64)
+        if not np.isfinite(features).all():
+            raise FailedPrecondition("Explanation failed: a linear model's attributions need "
+                                     "every feature, finite")
+        try:
+            return self.explainer.explain(features, names, INPUT)
+        except ValueError as exc:  # scikit-learn's input validation
+            raise FailedPrecondition(f"Explanation failed: {exc}")
 
     def _describe(self) -> ModelMetadata:
         n_features = int(getattr(self.model, "n_features_in_", -1))
@@ -91,7 +135,7 @@ class SklearnPredictor(Predictor):
                 properties["categories"] = categories
             signature = tabular_signature(self.layout.columns, outputs)
         else:
-            signature = Signature(inputs=(TensorSpec("inputs", "FP64", (-1, n_features)),),
+            signature = Signature(inputs=(TensorSpec(INPUT, "FP64", (-1, n_features)),),
                                   outputs=tuple(outputs))
         return ModelMetadata("sklearn", {DEFAULT_SIGNATURE: signature}, properties=properties)
 
