@@ -56,7 +56,9 @@ class _Series:
         phase = (key[1], key[2], key[0])
         self.histograms = (metrics.duration.labels(*key), metrics.request_size.labels(*key),
                            metrics.response_size.labels(*key),
-                           metrics.preprocess.labels(*phase), metrics.predict.labels(*phase),
+                           metrics.preprocess.labels(*phase),
+                           (metrics.explain if key[3] == "explain" else metrics.predict
+                            ).labels(*phase),
                            metrics.postprocess.labels(*phase))
         for child in self.histograms:
             if not (hasattr(child, "_sum") and hasattr(child, "_buckets")):
@@ -125,6 +127,9 @@ class Metrics:
         self.predict = Histogram(
             "request_predict_seconds", "Time in the predictor", PHASE_LABELS,
             buckets=LATENCY_BUCKETS, registry=registry)
+        self.explain = Histogram(
+            "request_explain_seconds", "Time in the predictor, explaining (the verb "
+            "explain)", PHASE_LABELS, buckets=LATENCY_BUCKETS, registry=registry)
         self.postprocess = Histogram(
             "request_postprocess_seconds", "Encoding: from the predictor's return to the "
             "answer", PHASE_LABELS, buckets=LATENCY_BUCKETS, registry=registry)

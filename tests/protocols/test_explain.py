@@ -162,8 +162,12 @@ def test_explain_is_counted_as_inference(client: FlaskClient) -> None:
     explanations(client, KSERVE.format("iris"), {"instances": ROWS})
     explanations(client, ML.format("iris"), {"instances": ROWS})
     text = client.get("/metrics").get_data(as_text=True)
-    counted = {(s.labels["protocol"], s.labels["code"]): s.value
-               for family in text_string_to_metric_families(text) for s in family.samples
+    samples = [s for family in text_string_to_metric_families(text) for s in family.samples]
+    counted = {(s.labels["protocol"], s.labels["code"]): s.value for s in samples
                if s.name == "flask_predict_requests_total" and s.labels.get("verb") == "explain"
                and s.labels.get("model") == "iris"}
     assert counted[("tfserving", "200")] >= 1 and counted[("aiplatform", "200")] >= 1
+    # the time in the predictor is KServe's request_explain_seconds, not a prediction's
+    timed = {s.labels["protocol"]: s.value for s in samples
+             if s.name == "request_explain_seconds_count" and s.labels["model_name"] == "iris"}
+    assert timed["tfserving"] >= 1 and timed["aiplatform"] >= 1

@@ -1,31 +1,37 @@
 """Exact attributions of a linear scikit-learn model: its coefficients times each feature's
-distance from a baseline row.
+distance from a baseline.
 
-A linear model's raw output is ``x @ coef_.T + intercept_``: ``decision_function`` for a
-classifier (the log-odds of the positive class for a binary ``LogisticRegression``, one
-score per class for a multiclass one), ``predict`` for a regressor. With a baseline row
-``b``, feature ``j`` of row ``x`` is attributed ``coef_[k, j] * (x[j] - b[j])`` and the
-baseline output is ``b @ coef_.T + intercept_``: their sum is the raw output, exactly.
-Steps before the linear one are allowed when each scales its features one by one
-(``StandardScaler``, ``MinMaxScaler``, ``MaxAbsScaler``, ``RobustScaler``): the distance is
-then taken after them, and stays the feature's own.
+A linear model's raw output is ``z @ coef_.T + intercept_``, where ``z`` is what its linear
+step reads: ``decision_function`` for a classifier (the log-odds of the positive class for
+a binary ``LogisticRegression``, one score per class for a multiclass one), ``predict`` for
+a regressor. Feature ``j`` is attributed ``coef_[k, j] * (z[j] - b[j])`` and the baseline
+output is ``b @ coef_.T + intercept_``: their sum is the raw output, exactly.
 
-The baseline row, in this order:
+The steps before the linear one may change each column on its own: scalers
+(``StandardScaler``, ``MinMaxScaler``, ``MaxAbsScaler``, ``RobustScaler``), a
+``SimpleImputer``, a ``OneHotEncoder``, and as the first step a ``ColumnTransformer`` of
+those (or ``"passthrough"``, ``"drop"``). The attribution of an input column is then the
+sum over what it became (a one-hot column's indicators), so a model fitted on a DataFrame
+is explained by column name.
 
-1. ``explanation_baseline.json`` in the version folder: one number per feature (a list, or
-   an object by column name), such as the training data's mean saved beside the model;
-2. the training mean a leading ``StandardScaler`` keeps (``mean_``);
-3. zeros: the baseline output is then the intercept.
+The baseline ``b``:
 
-A model is taken as linear only when its own raw output agrees with that sum on the
-baseline row and on one row per feature moved away from it (checked when it loads):
-generalised linear models (``PoissonRegressor``), kernels and trees are not.
+* by default, zero where the linear step reads: the intercept is the baseline output. After
+  a ``StandardScaler`` zero is the training mean, so the attributions are the coefficients
+  times each feature's (scaled) distance from its mean; for a one-hot column it is "none of
+  the categories"; for a model without such steps, zero itself;
+* ``explanation_baseline.json`` in the version folder, when there: one row of the model's
+  input (a list of numbers, or an object by column name, categories as text), such as the
+  training data's mean saved beside the model; ``b`` is what the steps make of it.
+
+A model is linear here only when its linear step answers that sum on zero and on each unit
+row (checked when it loads): generalised linear models (``PoissonRegressor``), kernels and
+trees are not.
 """
 
 from __future__ import annotations
 
 import json
-import math
 import os
 import warnings
 from dataclasses import dataclass
@@ -37,13 +43,14 @@ from flask_predict import Explanation
 from flask_predict.types import Tensor
 
 BASELINE_FILE = "explanation_baseline.json"
-SCALERS = ("StandardScaler", "MinMaxScaler", "MaxAbsScaler", "RobustScaler")
-"""Steps that scale each feature on its own: distances after them stay the feature's."""
+PER_COLUMN = ("StandardScaler", "MinMaxScaler", "MaxAbsScaler", "RobustScaler",
+              "SimpleImputer", "OneHotEncoder")
+"""Steps that transform each column on its own."""
 AGREEMENT = 1e-9
-"""How close (relative to the terms' size) the model's output must be to the linear sum."""
+"""How close (relative to the terms' size) the linear step must be to its sum."""
 
-Frame = Callable[[Tensor], Any]
-"""Rows of float64 features -> what the model takes (the matrix, or a DataFrame)."""
+Frame = Callable[[Any], Any]
+"""Rows (a matrix, or the request's columns) -> what the model takes."""
 
 
 @dataclass(frozen=True)
@@ -51,72 +58,81 @@ class LinearExplainer:
     """How one linear model is explained."""
 
     model: Any
-    scalers: tuple[Any, ...]
+    steps: tuple[Any, ...]
+    """The steps before the linear one."""
     linear: Any
     method: str
     """``decision_function`` (classifiers) or ``predict`` (regressors): the raw output."""
-    baseline_row: Tensor
+    owners: Tensor
+    """For each column the linear step reads, the input feature it comes from."""
+    baseline_z: Tensor
+    """The baseline, where the linear step reads."""
     labels: tuple[str, ...]
-    frame: Frame
 
-    def explain(self, features: Tensor, names: Sequence[str] | None,
+    def explain(self, data: Any, rows: int, names: Sequence[str] | None,
                 input_name: str) -> Explanation:
-        """Attributions of float64 *features* (rows), by column when *names* are given."""
-        distance = self._scaled(features) - self._scaled(self.baseline_row[np.newaxis, :])
+        """Attributions of *data* (what the model takes, *rows* rows), by column when
+        *names* are given, else as one list per row of *input_name*."""
+        z = self.transform(data)
+        if not np.isfinite(z).all():
+            raise ValueError("a feature is missing and the model does not fill it in")
         coef = np.atleast_2d(np.asarray(self.linear.coef_, dtype=np.float64))
-        contributions = distance[:, np.newaxis, :] * coef[np.newaxis, :, :]
-        rows = features.shape[0]
-        baseline = np.broadcast_to(self._linear(self.baseline_row[np.newaxis, :]),
-                                   (rows, coef.shape[0])).copy()
-        output = np.asarray(getattr(self.model, self.method)(self.frame(features)),
+        terms = (z - self.baseline_z)[:, np.newaxis, :] * coef[np.newaxis, :, :]
+        width = len(names) if names is not None else int(self.owners.max(initial=-1)) + 1
+        membership = np.zeros((len(self.owners), width))  # column read -> its feature
+        membership[np.arange(len(self.owners)), self.owners] = 1.0
+        per_feature = terms @ membership
+        baseline = np.broadcast_to(self.baseline_z @ coef.T + self.linear.intercept_,
+                                   (rows, coef.shape[0])).astype(np.float64)
+        output = np.asarray(getattr(self.model, self.method)(data),
                             dtype=np.float64).reshape(rows, -1)
         if names is None:
-            attributions = {input_name: contributions}
+            attributions = {input_name: per_feature}
         else:
-            attributions = {name: contributions[:, :, j] for j, name in enumerate(names)}
+            attributions = {name: per_feature[:, :, j] for j, name in enumerate(names)}
         return Explanation(attributions=attributions, baseline=baseline, output=output,
                            output_name=self.method, labels=self.labels)
 
-    def _scaled(self, rows: Tensor) -> Tensor:
-        data = self.frame(rows)
-        for scaler in self.scalers:
-            data = scaler.transform(data)
-        return np.asarray(data, dtype=np.float64)
-
-    def _linear(self, rows: Tensor) -> Tensor:
-        coef = np.atleast_2d(np.asarray(self.linear.coef_, dtype=np.float64))
-        result: Tensor = self._scaled(rows) @ coef.T + np.asarray(self.linear.intercept_,
-                                                                  dtype=np.float64)
-        return result
+    def transform(self, data: Any) -> Tensor:
+        """What the linear step reads of *data*, as a dense float64 matrix."""
+        for step in self.steps:
+            data = step.transform(data)
+        dense = data.toarray() if hasattr(data, "toarray") else data
+        return np.asarray(dense, dtype=np.float64)
 
 
 def linear_explainer(model: Any, model_dir: str | None, names: Sequence[str] | None,
-                     frame: Frame) -> LinearExplainer | str:
-    """The explainer of *model* (fitted on features *names*, or a matrix for ``None``),
-    or why it has none."""
+                     width: int, frame: Frame) -> LinearExplainer | str:
+    """The explainer of *model* (fitted on columns *names*, or on a matrix of *width*
+    features for ``None``), or why it has none."""
     from sklearn.base import is_classifier
 
     steps = _steps(model)
-    linear, scalers = steps[-1], tuple(steps[:-1])
-    for scaler in scalers:
-        if type(scaler).__name__ not in SCALERS:
-            return (f"a Pipeline with a {type(scaler).__name__} step: attributions are "
-                    f"served for linear models after {', '.join(SCALERS)} only")
+    linear, before = steps[-1], tuple(steps[:-1])
     if getattr(linear, "coef_", None) is None or getattr(linear, "intercept_", None) is None:
         return f"a {type(linear).__name__} (not a linear model with coef_ and intercept_)"
     method = "decision_function" if is_classifier(linear) else "predict"
     if not callable(getattr(model, method, None)):
         return f"a {type(linear).__name__} without {method}()"
-    width = np.atleast_2d(linear.coef_).shape[1]
-    baseline_row = _baseline_row(model_dir, names, width, scalers)
-    classes = getattr(linear, "classes_", None)
-    labels: tuple[str, ...] = ()
-    if classes is not None:
-        labels = tuple(str(c) for c in classes)
-        labels = labels[1:] if len(labels) == 2 else labels
-    explainer = LinearExplainer(model, scalers, linear, method, baseline_row, labels, frame)
-    if not _agrees(explainer, width):
+    try:
+        owners = _owners(before, width)
+    except ValueError as exc:
+        return f"a Pipeline with {exc}"
+    coef = np.atleast_2d(np.asarray(linear.coef_, dtype=np.float64))
+    if owners.shape != (coef.shape[1],):
+        return "a Pipeline whose steps change the number of features"
+    if not _agrees(linear, method, coef):
         return f"a {type(linear).__name__} (its output is not linear in its features)"
+    classes = getattr(linear, "classes_", None)
+    labels = tuple(str(c) for c in classes) if classes is not None else ()
+    explainer = LinearExplainer(model, before, linear, method, owners,
+                                np.zeros(coef.shape[1]), labels[1:] if len(labels) == 2
+                                else labels)
+    saved = _saved_baseline(model_dir, names, width)
+    if saved is not None:
+        baseline_z = explainer.transform(frame(saved))[0]
+        explainer = LinearExplainer(model, before, linear, method, owners, baseline_z,
+                                    explainer.labels)
     return explainer
 
 
@@ -128,44 +144,100 @@ def _steps(model: Any) -> list[Any]:
     return [model]
 
 
-def _baseline_row(model_dir: str | None, names: Sequence[str] | None, width: int,
-                  scalers: Sequence[Any]) -> Tensor:
-    """The baseline row: the saved file, else a leading StandardScaler's mean, else 0."""
+def _owners(steps: Sequence[Any], width: int) -> Tensor:
+    """The input feature each column after *steps* comes from (``ValueError``, saying
+    which step, when a column would mix features)."""
+    owners = np.arange(width)
+    for index, step in enumerate(steps):
+        kind = type(step).__name__
+        if kind == "ColumnTransformer" and index == 0:
+            owners = _column_owners(step, width)
+        elif kind == "OneHotEncoder":
+            owners = owners[_encoded_owners(step)]
+        elif kind == "SimpleImputer" and getattr(step, "add_indicator", False):
+            raise ValueError("a SimpleImputer(add_indicator=True) step")
+        elif kind not in PER_COLUMN:
+            raise ValueError(f"a {kind} step: attributions are served for linear models "
+                             f"after {', '.join(PER_COLUMN)} steps, or a ColumnTransformer "
+                             "of them first")
+    return owners
+
+
+def _encoded_owners(encoder: Any) -> Tensor:
+    """For each column a fitted OneHotEncoder writes, the column it reads."""
+    if getattr(encoder, "infrequent_categories_", None) is not None and any(
+            group is not None for group in encoder.infrequent_categories_):
+        raise ValueError("a OneHotEncoder grouping infrequent categories")
+    drop = getattr(encoder, "drop_idx_", None)
+    sizes = [len(categories) - (drop is not None and drop[i] is not None)
+             for i, categories in enumerate(encoder.categories_)]
+    return np.repeat(np.arange(len(sizes)), sizes)
+
+
+def _column_owners(columns: Any, width: int) -> Tensor:
+    """For each column a fitted ColumnTransformer writes, the input column it reads."""
+    owners = np.full(sum(s.stop - s.start for s in columns.output_indices_.values()), -1)
+    for name, transformer, selected in columns.transformers_:
+        if transformer == "drop" or name not in columns.output_indices_:
+            continue
+        read = np.arange(width)[_selection(selected, columns, width)]
+        inner = _steps(transformer) if transformer != "passthrough" else []
+        mapped = read[_owners(inner, len(read))] if inner else read
+        place = columns.output_indices_[name]
+        if len(mapped) != place.stop - place.start:
+            raise ValueError(f"a {type(transformer).__name__} that changes the number of "
+                             "features")
+        owners[place] = mapped
+    if (owners < 0).any():
+        raise ValueError("a ColumnTransformer whose columns could not all be traced")
+    return owners
+
+
+def _selection(selected: Any, columns: Any, width: int) -> Any:
+    """A ColumnTransformer's fitted column selection as positions of the input."""
+    names = getattr(columns, "feature_names_in_", None)
+    if isinstance(selected, str) or (np.ndim(selected) and len(selected) and
+                                     isinstance(np.asarray(selected).tolist()[0], str)):
+        wanted = [selected] if isinstance(selected, str) else list(selected)
+        known = [str(n) for n in names] if names is not None else []
+        return [known.index(name) for name in wanted]
+    return np.arange(width)[selected]
+
+
+def _saved_baseline(model_dir: str | None, names: Sequence[str] | None,
+                    width: int) -> Any:
+    """The baseline row saved beside the model, as one row of the model's input; ``None``
+    when there is no file."""
     path = os.path.join(model_dir, BASELINE_FILE) if model_dir else ""
-    if path and os.path.isfile(path):
-        with open(path, encoding="utf-8") as file:
-            saved = json.load(file)
-        if isinstance(saved, dict) and names is not None:
-            missing = [name for name in names if name not in saved]
-            if missing:
-                raise TypeError(f"{path} has no value for column(s) {missing}")
-            saved = [saved[name] for name in names]
-        row = np.asarray(saved, dtype=np.float64)
-        if row.shape != (width,) or not np.isfinite(row).all():
-            raise TypeError(f"{path} must hold {width} finite numbers, one per feature")
-        return row
-    first = scalers[0] if scalers else None
-    mean = getattr(first, "mean_", None)
-    if type(first).__name__ == "StandardScaler" and mean is not None:
-        return np.asarray(mean, dtype=np.float64)
-    return np.zeros(width)
+    if not (path and os.path.isfile(path)):
+        return None
+    with open(path, encoding="utf-8") as file:
+        saved = json.load(file)
+    if isinstance(saved, dict) and names is not None:
+        missing = [name for name in names if name not in saved]
+        if missing:
+            raise TypeError(f"{path} has no value for column(s) {missing}")
+        return {name: [saved[name]] for name in names}
+    row = np.asarray(saved, dtype=np.float64) if isinstance(saved, list) else None
+    if row is None or row.shape != (width,) or not np.isfinite(row).all():
+        raise TypeError(f"{path} must hold {width} finite numbers, one per feature")
+    return row[np.newaxis, :]
 
 
-def _agrees(explainer: LinearExplainer, width: int) -> bool:
-    """The model's own raw output on the baseline row and on each feature moved by one is
-    the linear sum, to float64 rounding."""
-    probes = np.repeat(explainer.baseline_row[np.newaxis, :], width + 1, axis=0)
-    probes[np.arange(1, width + 1), np.arange(width)] += 1.0
+def _agrees(linear: Any, method: str, coef: Tensor) -> bool:
+    """The linear step's own raw output on zero and on each unit row is the sum, to
+    float64 rounding."""
+    width = coef.shape[1]
+    probes = np.vstack([np.zeros(width), np.eye(width)])
     with warnings.catch_warnings():
-        warnings.simplefilter("ignore")  # a probe far from the data may overflow a link
+        warnings.simplefilter("ignore")  # fitted with column names; a probe far from the data
         try:
-            own = np.asarray(getattr(explainer.model, explainer.method)(
-                explainer.frame(probes)), dtype=np.float64).reshape(width + 1, -1)
-        except (ValueError, FloatingPointError):
+            own = np.asarray(getattr(linear, method)(probes), dtype=np.float64)
+        except (ValueError, TypeError, FloatingPointError):
             return False
-    linear = explainer._linear(probes)
-    if own.shape != linear.shape or not np.isfinite(own).all():
+    expected = probes @ coef.T + np.asarray(linear.intercept_, dtype=np.float64)
+    own = own.reshape(expected.shape[0], -1)
+    if own.shape != expected.shape or not np.isfinite(own).all():
         return False
-    scale = max(1.0, float(np.abs(linear).max()))
-    return bool(math.isclose(float(np.abs(own - linear).max()), 0.0,
-                             abs_tol=AGREEMENT * scale))
+    scale = max(1.0, float(np.abs(expected).max()))
+    return bool(np.abs(own - expected).max() <= AGREEMENT * scale)

@@ -78,40 +78,42 @@ class SklearnPredictor(Predictor):
         return cls(load_model(model_dir), outputs, model_dir)
 
     def _explainer(self, model_dir: str | None) -> LinearExplainer | str:
-        """A linear model's explainer, on a matrix of numbers or numeric columns."""
+        """A linear model's explainer (:mod:`.explain`), or why it has none."""
+        width = int(getattr(self.model, "n_features_in_", 0) or 0)
         if self.layout is None:
-            return linear_explainer(self.model, model_dir, None, lambda rows: rows)
-        if self.layout.text or any(column.kind != NUMBER or column.categories is not None
-                                   for column in self.layout.columns):
-            return "a model fitted on text or categories"
+            return linear_explainer(self.model, model_dir, None, width, lambda rows: rows)
+        if self.layout.text:
+            return "a model fitted on text"
         import pandas as pd
 
         names = [column.name for column in self.layout.columns]
-        return linear_explainer(self.model, model_dir, names,
-                                lambda rows: pd.DataFrame(rows, columns=names))
+
+        def frame(saved: Any) -> Any:
+            if not isinstance(saved, dict):
+                saved = dict(zip(names, np.asarray(saved).T))
+            return pd.DataFrame(saved)
+
+        return linear_explainer(self.model, model_dir, names, len(names), frame)
 
     def explain(self, inputs: Mapping[str, Tensor],
                 signature: str | None = None) -> Explanation:
-        """The coefficients times each feature's distance from the baseline row
+        """The coefficients times each feature's distance from the baseline
         (:mod:`.explain`); any other model is refused (400)."""
         if isinstance(self.explainer, str):
             raise cannot_explain(self.explainer)
+        names = None
         if self.layout is not None:
-            columns = read_columns(inputs, self.layout.columns)
+            from . import frame  # pandas, for these models only
+
+            data = frame.to_frame(read_columns(inputs, self.layout.columns), self.layout)
             names = [column.name for column in self.layout.columns]
-            features = np.column_stack([np.asarray(columns[name], dtype=np.float64)
-                                        for name in names])
         else:
-            names = None
-            features = _single_input(inputs)
-            check_shape(features, self._metadata.signature.inputs[0])
-            features = np.asarray(features, dtype=np.float64)
-        if not np.isfinite(features).all():
-            raise FailedPrecondition("Explanation failed: a linear model's attributions need "
-                                     "every feature, finite")
+            data = _single_input(inputs)
+            check_shape(data, self._metadata.signature.inputs[0])
+            data = np.asarray(data, dtype=np.float64)
         try:
-            return self.explainer.explain(features, names, INPUT)
-        except ValueError as exc:  # scikit-learn's input validation
+            return self.explainer.explain(data, len(data), names, INPUT)
+        except ValueError as exc:  # scikit-learn's input validation, a missing feature
             raise FailedPrecondition(f"Explanation failed: {exc}")
 
     def _describe(self) -> ModelMetadata:

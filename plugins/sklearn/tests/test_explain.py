@@ -1,8 +1,10 @@
 """Linear scikit-learn models explained: each feature's attribution is its coefficient
-times its distance from the baseline row, and the baseline output plus the attributions is
-the model's own raw output (``decision_function`` for a classifier, ``predict`` for a
-regressor), for every row. The baseline row is the one saved beside the model, else a
-leading StandardScaler's training mean, else zeros. Other models are refused, by name."""
+times its distance from the baseline, and the baseline output plus the attributions is the
+model's own raw output (``decision_function`` for a classifier, ``predict`` for a
+regressor), for every row. The baseline is the row saved beside the model, else zero where
+the linear step reads (a StandardScaler's training mean); a DataFrame pipeline is explained
+by column, a one-hot column as the sum of its indicators. Other models are refused, by
+name."""
 
 from __future__ import annotations
 
@@ -15,8 +17,11 @@ import numpy as np
 import pandas as pd
 import pytest
 from sklearn.datasets import load_iris
+from sklearn.compose import ColumnTransformer
+from sklearn.decomposition import PCA
 from sklearn.ensemble import RandomForestClassifier
 from sklearn.linear_model import LinearRegression, LogisticRegression, PoissonRegressor, Ridge
+from sklearn.impute import SimpleImputer
 from sklearn.pipeline import make_pipeline
 from sklearn.preprocessing import OneHotEncoder, StandardScaler
 
@@ -95,10 +100,42 @@ def test_columns_by_name_with_a_baseline_by_name(tmp_path: Path) -> None:
     assert list(rows[0][0]["featureAttributions"]) == list(data.columns)
 
 
+def test_a_dataframe_pipeline_by_column_with_one_hot_categories(tmp_path: Path) -> None:
+    rng = np.random.default_rng(5)
+    cities = rng.choice(["Paris", "London", "Rome"], 120)
+    data = pd.DataFrame({"age": rng.normal(40, 10, 120), "city": cities,
+                         "income": rng.normal(50, 15, 120)})
+    data.loc[::9, "income"] = np.nan
+    churned = (data.age > 40) ^ (cities == "Rome")
+    columns = ColumnTransformer([
+        ("numbers", make_pipeline(SimpleImputer(), StandardScaler()), ["age", "income"]),
+        ("city", OneHotEncoder(handle_unknown="ignore"), ["city"])])
+    model = make_pipeline(columns, LogisticRegression()).fit(data, churned)
+    predictor = _serve(model, tmp_path)
+    sent = {"age": np.array([30.0, 55.0]), "city": np.array(["Rome", "Oslo"], dtype=object),
+            "income": np.array([np.nan, 70.0])}
+    rows = rows_of(explanation_rows(predictor.explain(sent)))
+    asked = pd.DataFrame(sent)
+    z = model[0].transform(asked)
+    coef = model[-1].coef_[0]
+    raw = model.decision_function(asked)
+    for row, (attribution,) in enumerate(rows):
+        by_column = attribution["featureAttributions"]
+        assert list(by_column) == ["age", "city", "income"]
+        # zero where the linear step reads: the training mean of a scaled number (the
+        # imputed missing income is at it), none of the cities for the one-hot city
+        assert by_column["age"] == pytest.approx(coef[0] * z[row, 0], rel=1e-12)
+        assert by_column["income"] == pytest.approx(coef[1] * z[row, 1], rel=1e-12, abs=1e-12)
+        assert by_column["city"] == pytest.approx(float(coef[2:] @ z[row, 2:]), abs=1e-12)
+        assert attribution["baselineOutputValue"] == pytest.approx(model[-1].intercept_[0])
+        assert_additive(attribution, float(raw[row]))
+    assert rows[1][0]["featureAttributions"]["city"] == 0.0  # an unknown city: no indicator
+
+
 @pytest.mark.parametrize("model, why", [
     (RandomForestClassifier(n_estimators=3, random_state=0), "RandomForestClassifier"),
     (PoissonRegressor(), "PoissonRegressor (its output is not linear"),
-    (make_pipeline(OneHotEncoder(), LogisticRegression()), "a Pipeline with a OneHotEncoder"),
+    (make_pipeline(PCA(2), LogisticRegression()), "a Pipeline with a PCA step"),
 ])
 def test_other_models_are_refused_by_name(tmp_path: Path, model: Any, why: str) -> None:
     target = Y if hasattr(model, "predict_proba") else X[:, 0]
@@ -110,7 +147,7 @@ def test_other_models_are_refused_by_name(tmp_path: Path, model: Any, why: str) 
 
 def test_missing_values_are_refused(tmp_path: Path) -> None:
     predictor = _serve(LogisticRegression(max_iter=1000).fit(X, Y), tmp_path)
-    with pytest.raises(FailedPrecondition, match="every feature"):
+    with pytest.raises(FailedPrecondition, match="Explanation failed: .*missing"):
         predictor.explain({"inputs": np.array([[np.nan, 1.0, 1.0, 1.0]])})
 
 
