@@ -29,10 +29,10 @@ import xgboost as xgb
 from flask_predict import (FailedPrecondition, InvalidInput, ModelMetadata, Predictor,
                            Signature, TensorSpec)
 from flask_predict.codecs import NUMPY_TO_V2, check_shape
-from flask_predict.tabular import read_columns, tabular_signature
+from flask_predict.tabular import code_matrix, read_columns, tabular_signature
 from flask_predict.types import DEFAULT_SIGNATURE, Tensor
 
-from .columns import feature_properties, layout, to_matrix
+from .columns import feature_properties, layout
 from .onepass import one_pass
 
 NATIVE_FILES = ("model.bst", "model.json", "model.ubj")
@@ -117,7 +117,8 @@ class XGBoostPredictor(Predictor):
                         outputs: Sequence[str] | None = None,
                         signature: str | None = None) -> dict[str, Tensor]:
         if self.layout is not None:
-            return self._predict(to_matrix(read_columns(inputs, self.layout), self.layout),
+            return self._predict(code_matrix(read_columns(inputs, self.layout), self.layout,
+                                             np.float32),
                                  outputs)
         if len(inputs) != 1:
             raise InvalidInput(f"the model takes one input (a batch of feature rows), got "
