@@ -22,14 +22,14 @@ from .errors import ConfigError
 KNOWN_ARTIFACTS: dict[str, str] = {
     "saved_model.pb": "tensorflow", "saved_model.pbtxt": "tensorflow",
     "model.json": "xgboost", "model.ubj": "xgboost", "model.bst": "xgboost",
-    "model.txt": "lightgbm", "model.lgb": "lightgbm",
+    "model.txt": "lightgbm", "model.lgb": "lightgbm", "model.cbm": "catboost",
     "model.joblib": "sklearn", "model.pkl": "sklearn",
 }
 """Artifact file names the bundled plugins load -> the plugin (and ``flask-predict`` extra)
 that loads them; a pickle of another framework's class is that framework's
 (:data:`PICKLED_FRAMEWORKS`, :func:`artifact_plugin`)."""
 
-PICKLED_FRAMEWORKS = ("xgboost", "lightgbm")
+PICKLED_FRAMEWORKS = ("xgboost", "lightgbm", "catboost")
 """Top-level modules whose pickled classes their own plugin (of the same name) loads."""
 
 

@@ -74,3 +74,58 @@ def train_lightgbm(base: Path, target: str, fmt: str = "txt", version: int = 1) 
     else:
         model.booster_.save_model(folder / f"model.{fmt}")
     return model
+
+
+REVIEWS = ["great value", "poor service", "fast and great", "slow"]
+"""The ``review`` text of :data:`ROWS`, one each, sent to CatBoost's models."""
+
+
+def catboost_frame(rows: list[dict[str, Any]], text: bool = True) -> Any:
+    """*rows* as the DataFrame a CatBoost model fitted on :func:`catboost_table` is asked
+    in process: a missing color is the category ``"none"`` (CatBoost reads no missing
+    category), a missing size NaN."""
+    import pandas as pd
+
+    data = pd.DataFrame({
+        "color": ["none" if row["color"] is None else row["color"] for row in rows],
+        "size": [np.nan if row["size"] is None else row["size"] for row in rows],
+        "grade": [row["grade"] for row in rows]})
+    if text:
+        data["review"] = [REVIEWS[index % len(REVIEWS)] for index in range(len(rows))]
+    return data
+
+
+def catboost_table(text: bool = True) -> tuple[Any, dict[str, Any]]:
+    """:func:`table` as CatBoost takes it, with a ``review`` text column."""
+    shops, targets = table()
+    rows = [{"color": None if isinstance(c, float) else c, "size": s, "grade": int(g)}
+            for c, s, g in zip(shops.color.astype(object), shops["size"], shops.grade)]
+    data = catboost_frame(rows, text=False)
+    if text:
+        words = np.where(targets["sold"] == 1, "great value fast", "poor slow service")
+        data["review"] = words
+    return data, targets
+
+
+def train_catboost(base: Path, target: str, fmt: str = "cbm", version: int = 1) -> Any:
+    """A CatBoost model of *target* (categorical ``color`` and ``grade``; the text feature
+    ``review`` unless *fmt* is ``json``, which holds no text features), saved as
+    ``model.cbm``, ``model.json`` or ``model.joblib``. Returns the fitted model."""
+    import catboost as cb
+    import joblib
+
+    data, targets = catboost_table(text=fmt != "json")
+    cls = cb.CatBoostRegressor if target == "price" else cb.CatBoostClassifier
+    text = ["review"] if fmt != "json" else None
+    model = cls(iterations=20, depth=4, verbose=False, thread_count=1, allow_writing_files=False,
+                cat_features=["color", "grade"], text_features=text).fit(data, targets[target])
+    folder = base / str(version)
+    folder.mkdir(parents=True)
+    if fmt == "joblib":
+        joblib.dump(model, folder / "model.joblib")
+    elif fmt == "json":
+        model.save_model(folder / "model.json", format="json",
+                         pool=cb.Pool(data, cat_features=["color", "grade"]))
+    else:
+        model.save_model(folder / "model.cbm")
+    return model

@@ -19,7 +19,7 @@ ROOT = Path(__file__).resolve().parents[2]
 PACKAGE = ROOT / "flask_predict"
 LAYERS = ROOT / "docs" / "layers.toml"
 PLUGINS = ("flask_predict_sklearn", "flask_predict_xgboost", "flask_predict_custom",
-           "flask_predict_tensorflow", "flask_predict_lightgbm")
+           "flask_predict_tensorflow", "flask_predict_lightgbm", "flask_predict_catboost")
 
 
 def module_name(path: Path) -> str:
@@ -259,10 +259,10 @@ def test_reading_every_plugin_manifest_imports_no_framework() -> None:
         import sys
         from flask_predict.plugins import manifests
         found = manifests()
-        assert {"sklearn", "xgboost", "tensorflow", "custom", "lightgbm"} <= set(found), \
-            sorted(found)
+        bundled = {"sklearn", "xgboost", "tensorflow", "custom", "lightgbm", "catboost"}
+        assert bundled <= set(found), sorted(found)
         heavy = sorted(m for m in ("tensorflow", "keras", "h5py", "sklearn", "xgboost", "joblib",
-                                   "lightgbm")
+                                   "lightgbm", "catboost")
                        if m in sys.modules)
         assert not heavy, heavy
         """)

@@ -24,10 +24,10 @@ import joblib
 import lightgbm as lgb
 import numpy as np
 
-from flask_predict import (FailedPrecondition, InvalidInput, ModelMetadata, Predictor,
-                           Signature, TensorSpec)
-from flask_predict.codecs import NUMPY_TO_V2, check_shape
-from flask_predict.tabular import code_matrix, read_columns, tabular_signature
+from flask_predict import (FailedPrecondition, ModelMetadata, Predictor, Signature,
+                           TensorSpec)
+from flask_predict.codecs import NUMPY_TO_V2
+from flask_predict.tabular import code_matrix, feature_rows, read_columns, tabular_signature
 from flask_predict.types import DEFAULT_SIGNATURE, Tensor
 
 from .columns import feature_properties, layout
@@ -132,15 +132,7 @@ class LightGBMPredictor(Predictor):
         """The request's inputs as the C-contiguous float64 matrix the Booster reads."""
         if self.layout is not None:
             return code_matrix(read_columns(inputs, self.layout), self.layout, np.float64)
-        if len(inputs) != 1:
-            raise InvalidInput(f"the model takes one input (a batch of feature rows), got "
-                               f"{len(inputs)}: {sorted(inputs)}")
-        (rows,) = inputs.values()
-        if rows.ndim == 1:
-            raise InvalidInput("expected a batch of feature rows (a 2-D array), got 1-D")
-        check_shape(rows, self._metadata.signature.inputs[0])
-        if rows.dtype.kind not in "iufb":
-            raise InvalidInput(f"expected numbers, got {rows.dtype.name}")
+        rows = feature_rows(inputs, self._metadata.signature.inputs[0])
         return np.require(rows, np.float64, ("C", "A"))
 
     def raw(self, features: Tensor) -> Tensor:
