@@ -23,6 +23,7 @@ KNOWN_ARTIFACTS: dict[str, str] = {
     "saved_model.pb": "tensorflow", "saved_model.pbtxt": "tensorflow",
     "model.json": "xgboost", "model.ubj": "xgboost", "model.bst": "xgboost",
     "model.txt": "lightgbm", "model.lgb": "lightgbm", "model.cbm": "catboost",
+    "model.onnx": "onnx",
     "model.joblib": "sklearn", "model.pkl": "sklearn",
 }
 """Artifact file names the bundled plugins load -> the plugin (and ``flask-predict`` extra)
