@@ -21,6 +21,7 @@ import numpy as np
 from flask_predict import (FailedPrecondition, ModelMetadata, Predictor, Signature,
                            TensorSpec)
 from flask_predict.codecs import NUMPY_TO_V2
+from flask_predict.runtime import process_threads
 from flask_predict.tabular import feature_rows, read_columns, tabular_signature
 from flask_predict.types import DEFAULT_SIGNATURE, Tensor
 
@@ -58,10 +59,9 @@ class CatBoostPredictor(Predictor):
 
     def after_fork(self) -> None:
         """The model's ``thread_count`` option, else this process's thread count
-        (``OMP_NUM_THREADS``: each worker's share of the cores), else CatBoost's default
-        (every core)."""
-        self.threads = (self.thread_count or int(os.environ.get("OMP_NUM_THREADS", "0") or 0)
-                        or -1)
+        (:func:`flask_predict.runtime.process_threads`: each worker's share of the cores),
+        else CatBoost's default (every core)."""
+        self.threads = self.thread_count or process_threads() or -1
 
     @classmethod
     def from_path(cls, model_dir: str, outputs: Sequence[str] | None = None,

@@ -27,6 +27,7 @@ import numpy as np
 from flask_predict import (FailedPrecondition, ModelMetadata, Predictor, Signature,
                            TensorSpec)
 from flask_predict.codecs import NUMPY_TO_V2
+from flask_predict.runtime import process_threads
 from flask_predict.tabular import code_matrix, feature_rows, read_columns, tabular_signature
 from flask_predict.types import DEFAULT_SIGNATURE, Tensor
 
@@ -78,10 +79,10 @@ class LightGBMPredictor(Predictor):
 
     def after_fork(self) -> None:
         """The model's ``num_threads`` option, else this process's thread count
-        (``OMP_NUM_THREADS``: one in the gunicorn master, which loads shared models; each
-        worker's share of the cores in a worker), else LightGBM's default (every core)."""
-        self.threads = (self.num_threads or int(os.environ.get("OMP_NUM_THREADS", "0") or 0)
-                        or 0)
+        (:func:`flask_predict.runtime.process_threads`: one in the gunicorn master, which
+        loads shared models; each worker's share of the cores in a worker), else LightGBM's
+        default (every core)."""
+        self.threads = self.num_threads or process_threads() or 0
 
     @classmethod
     def from_path(cls, model_dir: str, outputs: Sequence[str] | None = None,
