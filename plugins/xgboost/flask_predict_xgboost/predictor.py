@@ -32,10 +32,10 @@ import xgboost as xgb
 from flask_predict import (Explanation, FailedPrecondition, InvalidInput, ModelMetadata,
                            Predictor, Signature, TensorSpec)
 from flask_predict.codecs import NUMPY_TO_V2, check_shape
-from flask_predict.tabular import read_columns, tabular_signature
+from flask_predict.tabular import code_matrix, read_columns, tabular_signature
 from flask_predict.types import DEFAULT_SIGNATURE, Tensor
 
-from .columns import feature_properties, layout, to_matrix
+from .columns import feature_properties, layout
 from .explain import explain
 from .onepass import one_pass
 
@@ -138,7 +138,7 @@ class XGBoostPredictor(Predictor):
         """The C-contiguous float32 rows the model predicts from; a value past float32 (or
         infinite) is refused: NaN or null mark a missing value."""
         if self.layout is not None:
-            features = to_matrix(read_columns(inputs, self.layout), self.layout)
+            features = code_matrix(read_columns(inputs, self.layout), self.layout, np.float32)
         else:
             if len(inputs) != 1:
                 raise InvalidInput(f"the model takes one input (a batch of feature rows), got "
