@@ -10,15 +10,15 @@ sides is the rounding of the model's own arithmetic, reported as :meth:`Explanat
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Sequence
 
 import numpy as np
 
 from .errors import FailedPrecondition, PredictorFailed
 from .types import Tensor
 
-EXPLAINED_BY = ("XGBoost models, linear scikit-learn models (coefficients) and predictors "
-                "that implement explain()")
+EXPLAINED_BY = ("XGBoost, LightGBM and CatBoost models (their own SHAP values), linear "
+                "scikit-learn models (coefficients) and predictors that implement explain()")
 """What can explain, as the refusal of every other model names it."""
 
 
@@ -58,6 +58,40 @@ class Explanation:
         arithmetic (Google's ``approximationError``)."""
         gap: Tensor = np.abs(np.asarray(self.output, dtype=np.float64) - self.totals())
         return gap
+
+
+def from_contributions(contributions: Any, output: Any, names: Sequence[str] | None,
+                       input_name: str, output_name: str,
+                       classes: Sequence[Any] | None = None) -> Explanation:
+    """The explanation of a tree library's SHAP values: *contributions* ``[N, F + 1]``, or
+    ``[N, K, F + 1]`` for *K* outputs, one per feature and the baseline last (XGBoost's
+    ``pred_contribs``, LightGBM's ``pred_contrib``, CatBoost's ``ShapValues``), of the raw
+    *output* ``[N]`` or ``[N, K]``; by column for a model with feature *names*, else as one
+    row of features of *input_name*."""
+    values = np.asarray(contributions, dtype=np.float64)
+    if values.ndim == 2:
+        values = values[:, np.newaxis, :]
+    per_feature = values[:, :, :-1]
+    if names is not None:
+        attributions = {name: per_feature[:, :, j] for j, name in enumerate(names)}
+    else:
+        attributions = {input_name: per_feature}
+    rows, outputs = values.shape[:2]
+    return Explanation(attributions=attributions, baseline=values[:, :, -1],
+                       output=np.asarray(output, dtype=np.float64).reshape(rows, outputs),
+                       output_name=output_name, labels=class_labels(classes, outputs))
+
+
+def class_labels(classes: Sequence[Any] | None, outputs: int) -> tuple[str, ...]:
+    """The class each of *outputs* explained outputs scores: the positive class of a
+    binary classifier (its one raw output), every class of a multiclass one; none for a
+    regressor (*classes* ``None``)."""
+    if classes is None:
+        return ()
+    names = tuple(str(value) for value in classes)
+    if outputs == 1 and len(names) == 2:
+        return names[1:]
+    return names if len(names) == outputs else ()
 
 
 def checked(explanation: Any, rows: int, model: str) -> Explanation:

@@ -161,7 +161,7 @@ class Predictor(abc.ABC):
         baseline plus the attributions of a row is the model's output for it. The default
         refuses (400), naming what can explain.
         """
-        raise cannot_explain(f"a {self.metadata().platform} model")
+        raise cannot_explain(f"this {self.metadata().platform} model")
 
     def explain_instances(self, instances: list[Any], **kwargs: Any) -> Explanation:
         """:meth:`explain` for JSON instances (AI Platform and Vertex AI): the default

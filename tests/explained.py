@@ -58,3 +58,20 @@ def rows_of(explanations: Sequence[Mapping[str, Any]]) -> list[list[Mapping[str,
                 [[k] for k in range(len(attributions))]
         rows.append(attributions)
     return rows
+
+
+def assert_explains(rows: Sequence[Sequence[Mapping[str, Any]]], own: Any, raw: Any,
+                    names: Sequence[str] | None, output_name: str) -> None:
+    """Every row's every explained output (*rows*, from :func:`rows_of`) holds the
+    library's own contributions *own* ``[N, K, F + 1]`` (the baseline last), by column
+    *names* (in order) or as one list, and adds up to its raw output *raw* ``[N, K]``."""
+    own = np.asarray(own).reshape(len(rows), -1, np.shape(own)[-1])
+    raw = np.asarray(raw).reshape(len(rows), -1)
+    for row, attributions in enumerate(rows):
+        assert len(attributions) == own.shape[1]
+        for k, attribution in enumerate(attributions):
+            assert attribution["outputName"] == output_name
+            if names is not None:
+                assert list(attribution["featureAttributions"]) == list(names)
+            assert_contributions(attribution, names, own[row, k, :-1], own[row, k, -1])
+            assert_additive(attribution, float(raw[row, k]))

@@ -64,6 +64,6 @@ class Plain(Predictor):
 
 
 def test_the_contracts_default_refuses_before_decoding() -> None:
-    with pytest.raises(FailedPrecondition, match="a custom model cannot explain its "
+    with pytest.raises(FailedPrecondition, match="this custom model cannot explain its "
                                                   "predictions: explanations are served for"):
         Plain().explain_instances([object()])

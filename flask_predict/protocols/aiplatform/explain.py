@@ -48,8 +48,8 @@ def vertex_fields(document: dict[str, Any], model: str) -> dict[str, Any]:
     fields checked against the endpoint's *model*."""
     if "explanationSpecOverride" in document:
         raise InvalidInput("explanationSpecOverride is not supported: the attributions are "
-                           "exact (TreeSHAP or a linear model's coefficients), with nothing "
-                           "to override")
+                           "exact (the model's own SHAP values or a linear model's "
+                           "coefficients), with nothing to override")
     deployed = document.get("deployedModelId")
     if deployed not in (None, "", model):
         raise InvalidInput(f"deployedModelId {codecs.preview(deployed)} is not deployed on "

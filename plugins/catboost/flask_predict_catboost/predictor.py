@@ -4,8 +4,13 @@
 A model fitted on named columns takes one input per feature, categorical and text features
 included (:mod:`.columns`); one fitted on a matrix takes ``inputs`` (``[-1, n_features]``).
 Each output is the model's own method on the request's ``Pool`` (:meth:`CatBoostPredictor.pool`,
-which SHAP values would read too): a classifier's ``predict`` (labels) and
+which its SHAP values read too): a classifier's ``predict`` (labels) and
 ``predict_proba``, a regressor's or ranker's ``predict``.
+
+Explanations (``explain``) are CatBoost's own exact SHAP values (``ShapValues``) of the
+model's raw formula value (``RawFormulaVal``: the log-odds of the positive class for a
+binary classifier, one score per class for a multiclass one), the baseline being its
+expected value, by column name for a model fitted on named columns.
 """
 
 from __future__ import annotations
@@ -18,9 +23,10 @@ import catboost as cb
 import joblib
 import numpy as np
 
-from flask_predict import (FailedPrecondition, ModelMetadata, Predictor, Signature,
-                           TensorSpec)
+from flask_predict import (Explanation, FailedPrecondition, ModelMetadata, Predictor,
+                           Signature, TensorSpec)
 from flask_predict.codecs import NUMPY_TO_V2
+from flask_predict.explanation import from_contributions
 from flask_predict.runtime import process_threads
 from flask_predict.tabular import feature_rows, read_columns, tabular_signature
 from flask_predict.types import DEFAULT_SIGNATURE, Tensor
@@ -110,6 +116,22 @@ class CatBoostPredictor(Predictor):
         # a classifier's labels come as a column ([N, 1]): one label per row
         return {name: value[:, 0] if value.ndim == 2 and value.shape[1] == 1 and
                 name == "predict" else value for name, value in answers.items()}
+
+    def explain(self, inputs: Mapping[str, Tensor],
+                signature: str | None = None) -> Explanation:
+        """CatBoost's SHAP values of the raw formula value, the expected value last."""
+        pool = self.pool(inputs)
+        try:
+            shap = self.model.get_feature_importance(pool, type="ShapValues",
+                                                     thread_count=self.threads)
+            raw = self.model.predict(pool, prediction_type="RawFormulaVal",
+                                     thread_count=self.threads)
+        except cb.CatBoostError as exc:
+            raise FailedPrecondition(f"Explanation failed: {_first_line(exc)}")
+        names = [column.name for column in self.layout] if self.layout is not None else None
+        classes = self._metadata.properties.get("classes")
+        return from_contributions(shap, raw, names, self._metadata.signature.inputs[0].name,
+                                  "RawFormulaVal", classes)
 
     def pool(self, inputs: Mapping[str, Tensor]) -> cb.Pool:
         """The request's inputs as the ``Pool`` the model predicts from."""

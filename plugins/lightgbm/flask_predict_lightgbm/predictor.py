@@ -10,8 +10,8 @@ matrix.
 Every output comes from one prediction of the Booster (:meth:`LightGBMPredictor.raw`):
 LightGBM's own single-row call for a few rows (:mod:`.single_row`), ``Booster.predict``
 for more; a classifier's labels and probabilities are derived from it as
-``LGBMClassifier`` derives them. Feature contributions (``pred_contrib``) would read the
-same matrix (:meth:`LightGBMPredictor.features`).
+``LGBMClassifier`` derives them. Explanations (``explain``) are LightGBM's own TreeSHAP
+contributions (``pred_contrib``) to the raw score, from the same matrix (:mod:`.explain`).
 """
 
 from __future__ import annotations
@@ -24,14 +24,15 @@ import joblib
 import lightgbm as lgb
 import numpy as np
 
-from flask_predict import (FailedPrecondition, ModelMetadata, Predictor, Signature,
-                           TensorSpec)
+from flask_predict import (Explanation, FailedPrecondition, ModelMetadata, Predictor,
+                           Signature, TensorSpec)
 from flask_predict.codecs import NUMPY_TO_V2
 from flask_predict.runtime import process_threads
 from flask_predict.tabular import code_matrix, feature_rows, read_columns, tabular_signature
 from flask_predict.types import DEFAULT_SIGNATURE, Tensor
 
 from .columns import feature_properties, layout
+from .explain import explain
 from .manifest import PICKLE_FILES, TEXT_FILES, is_lightgbm_text
 from .single_row import SingleRowPredict
 
@@ -128,6 +129,17 @@ class LightGBMPredictor(Predictor):
         except lgb.basic.LightGBMError as exc:
             raise FailedPrecondition(f"Prediction failed: {_first_line(exc)}")
         return {method: every[method] for method in wanted}
+
+    def explain(self, inputs: Mapping[str, Tensor],
+                signature: str | None = None) -> Explanation:
+        """TreeSHAP attributions of the model's raw score (:mod:`.explain`)."""
+        features = self.features(inputs)
+        classes = self.classes.tolist() if self.classes is not None else None
+        try:
+            return explain(self.booster, features, self.iterations, self.threads,
+                           self.layout, self._metadata.signature.inputs[0].name, classes)
+        except lgb.basic.LightGBMError as exc:
+            raise FailedPrecondition(f"Explanation failed: {_first_line(exc)}")
 
     def features(self, inputs: Mapping[str, Tensor]) -> Tensor:
         """The request's inputs as the C-contiguous float64 matrix the Booster reads."""

@@ -40,6 +40,7 @@ from typing import Any, Callable, Sequence
 import numpy as np
 
 from flask_predict import Explanation
+from flask_predict.explanation import class_labels
 from flask_predict.types import Tensor
 
 BASELINE_FILE = "explanation_baseline.json"
@@ -123,11 +124,9 @@ def linear_explainer(model: Any, model_dir: str | None, names: Sequence[str] | N
         return "a Pipeline whose steps change the number of features"
     if not _agrees(linear, method, coef):
         return f"a {type(linear).__name__} (its output is not linear in its features)"
-    classes = getattr(linear, "classes_", None)
-    labels = tuple(str(c) for c in classes) if classes is not None else ()
+    labels = class_labels(getattr(linear, "classes_", None), coef.shape[0])
     explainer = LinearExplainer(model, before, linear, method, owners,
-                                np.zeros(coef.shape[1]), labels[1:] if len(labels) == 2
-                                else labels)
+                                np.zeros(coef.shape[1]), labels)
     saved = _saved_baseline(model_dir, names, width)
     if saved is not None:
         baseline_z = explainer.transform(frame(saved))[0]

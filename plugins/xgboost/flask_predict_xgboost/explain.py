@@ -16,6 +16,7 @@ import numpy as np
 import xgboost as xgb
 
 from flask_predict import Explanation
+from flask_predict.explanation import from_contributions
 from flask_predict.tabular import Column
 from flask_predict.types import Tensor
 
@@ -31,27 +32,8 @@ def explain(booster: xgb.Booster, features: Tensor, layout: Sequence[Column] | N
                          feature_types=booster.feature_types,
                          enable_categorical=bool(booster.feature_types
                                                  and "c" in booster.feature_types))
+    # strict shapes: contributions [N, K, F + 1], margin [N, K]
     contributions = booster.predict(matrix, pred_contribs=True, strict_shape=True)
     margin = booster.predict(matrix, output_margin=True, strict_shape=True)
-    # strict shapes: contributions [N, K, F + 1], margin [N, K]
-    contributions = np.asarray(contributions, dtype=np.float64)
-    per_feature = contributions[:, :, :-1]
-    if layout is not None:
-        attributions = {column.name: per_feature[:, :, index]
-                        for index, column in enumerate(layout)}
-    else:
-        attributions = {input_name: per_feature}
-    return Explanation(attributions=attributions, baseline=contributions[:, :, -1],
-                       output=np.asarray(margin, dtype=np.float64), output_name=OUTPUT_NAME,
-                       labels=_labels(classes, contributions.shape[1]))
-
-
-def _labels(classes: Sequence[Any] | None, outputs: int) -> tuple[str, ...]:
-    """The class each explained output scores: the positive class of a binary classifier
-    (its one margin), every class of a multiclass one; none for a regressor."""
-    if classes is None:
-        return ()
-    names = tuple(str(value) for value in classes)
-    if outputs == 1 and len(names) == 2:
-        return names[1:]
-    return names if len(names) == outputs else ()
+    names = [column.name for column in layout] if layout is not None else None
+    return from_contributions(contributions, margin, names, input_name, OUTPUT_NAME, classes)

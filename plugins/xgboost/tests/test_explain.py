@@ -16,7 +16,7 @@ import xgboost as xgb
 from flask_predict import FailedPrecondition
 from flask_predict.codecs import explanation_rows
 from flask_predict_xgboost import XGBoostPredictor
-from tests.explained import assert_additive, assert_contributions, rows_of
+from tests.explained import assert_explains, rows_of
 
 RNG = np.random.default_rng(3)
 X = RNG.normal(size=(240, 4))
@@ -72,13 +72,8 @@ def test_attributions_are_xgboosts_own_and_add_up_to_the_margin(
     matrix = xgb.DMatrix(ROWS, missing=np.nan)
     own = predictor.booster.predict(matrix, pred_contribs=True, strict_shape=True)
     margin = predictor.booster.predict(matrix, output_margin=True, strict_shape=True)
-    assert len(rows) == len(ROWS)
-    for row, attributions in enumerate(rows):
-        assert len(attributions) == (3 if kind == "multiclass" else 1)
-        for k, attribution in enumerate(attributions):
-            assert attribution["outputName"] == "margin"
-            assert_contributions(attribution, None, own[row, k, :-1], own[row, k, -1])
-            assert_additive(attribution, float(margin[row, k]))
+    assert len(rows) == len(ROWS) and len(rows[0]) == (3 if kind == "multiclass" else 1)
+    assert_explains(rows, own, margin, None, "margin")
 
 
 def test_the_classes_explained_are_named(trained: tuple[str, XGBoostPredictor]) -> None:
@@ -122,7 +117,4 @@ def test_columns_and_categories_by_name(tmp_path: Path) -> None:
     matrix = xgb.DMatrix(asked, enable_categorical=True)
     own = booster.predict(matrix, pred_contribs=True)
     margin = booster.predict(matrix, output_margin=True)
-    for row, (attribution,) in enumerate(rows):
-        assert set(attribution["featureAttributions"]) == {"color", "size"}
-        assert_contributions(attribution, ["color", "size"], own[row, :-1], own[row, -1])
-        assert_additive(attribution, float(margin[row]))
+    assert_explains(rows, own, margin, ["color", "size"], "margin")
