@@ -23,12 +23,15 @@ from flask_predict.types import Tensor
 OUTPUT_NAME = "margin"
 
 
-def explain(booster: xgb.Booster, features: Tensor, layout: Sequence[Column] | None,
-            input_name: str, classes: Sequence[Any] | None) -> Explanation:
+def explain(booster: xgb.Booster, features: Tensor, threads: int,
+            layout: Sequence[Column] | None, input_name: str,
+            classes: Sequence[Any] | None) -> Explanation:
     """The attributions of *features* (the float32 rows the model predicts from: category
     codes for categorical features), by column for a model with *layout*, else as one row
-    of numbers per row of *input_name*."""
-    matrix = xgb.DMatrix(features, missing=np.nan, feature_names=booster.feature_names,
+    of numbers per row of *input_name*; the matrix built on the model's *threads* (0: every
+    core), as it predicts."""
+    matrix = xgb.DMatrix(features, missing=np.nan, nthread=threads or -1,
+                         feature_names=booster.feature_names,
                          feature_types=booster.feature_types,
                          enable_categorical=bool(booster.feature_types
                                                  and "c" in booster.feature_types))

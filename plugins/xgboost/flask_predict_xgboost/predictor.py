@@ -81,6 +81,8 @@ class XGBoostPredictor(Predictor):
         threads = (self.nthread or int(os.environ.get("OMP_NUM_THREADS", "0") or 0)
                    or self.saved_threads)
         self.booster.set_param({"nthread": threads})  # 0: XGBoost's default, every core
+        self.threads = threads
+        """The threads of a prediction, and of building an explanation's matrix."""
 
     @classmethod
     def from_path(cls, model_dir: str, outputs: Sequence[str] | None = None,
@@ -129,7 +131,7 @@ class XGBoostPredictor(Predictor):
         """TreeSHAP attributions of the model's margin (:mod:`.explain`)."""
         features = self._features(inputs)
         try:
-            return explain(self.booster, features, self.layout, INPUT,
+            return explain(self.booster, features, self.threads, self.layout, INPUT,
                            self._metadata.properties.get("classes"))
         except xgb.core.XGBoostError as exc:
             raise FailedPrecondition(f"Explanation failed: {_first_line(exc)}")
