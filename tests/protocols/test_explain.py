@@ -159,6 +159,10 @@ def test_tfserving_still_refuses_verbs_it_does_not_know(client: FlaskClient) -> 
 
 
 def test_explain_is_counted_as_inference(client: FlaskClient) -> None:
+    def v2_stats() -> Any:
+        return client.get("/v2/models/iris/stats").get_json()["model_stats"][0]
+
+    before = v2_stats()
     explanations(client, KSERVE.format("iris"), {"instances": ROWS})
     explanations(client, ML.format("iris"), {"instances": ROWS})
     text = client.get("/metrics").get_data(as_text=True)
@@ -171,3 +175,8 @@ def test_explain_is_counted_as_inference(client: FlaskClient) -> None:
     timed = {s.labels["protocol"]: s.value for s in samples
              if s.name == "request_explain_seconds_count" and s.labels["model_name"] == "iris"}
     assert timed["tfserving"] >= 1 and timed["aiplatform"] >= 1
+    # V2's statistics count them as inferences, their predictor time as compute_infer
+    after = v2_stats()
+    assert after["inference_count"] - before["inference_count"] == 2
+    infer = after["inference_stats"]["compute_infer"]
+    assert infer["count"] - before["inference_stats"]["compute_infer"]["count"] == 2
