@@ -121,8 +121,6 @@ def test_threads_are_the_workers(tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 
 
 @pytest.mark.tensorflow
-# tf2onnx, which Keras's exporter runs, still reads numpy's removed ``np.object``
-@pytest.mark.filterwarnings("ignore:In the future `np.object`:FutureWarning")
 def test_a_keras_model_exported_by_keras(tmp_path: Path) -> None:
     from tests.onnx_models import keras_model
 
