@@ -13,7 +13,8 @@ PY := $(VENV)/bin/python
 UV := $(VENV)/bin/uv
 HOST ?= 127.0.0.1
 PORT ?= 8501
-PLUGINS := plugins/sklearn plugins/xgboost plugins/custom plugins/tensorflow
+PLUGINS := plugins/sklearn plugins/xgboost plugins/custom plugins/tensorflow plugins/lightgbm \
+	plugins/catboost plugins/onnx
 PROJECTS := pyproject.toml $(addsuffix /pyproject.toml,$(PLUGINS))
 SERVER := -e ".[grpc]" $(addprefix -e ,$(PLUGINS))
 TESTED := -e ".[grpc,otel,gcs,s3]" $(addprefix -e ,$(PLUGINS))

@@ -11,6 +11,7 @@ from typing import TYPE_CHECKING, Any
 
 from .errors import (ConfigError, FailedPrecondition, InvalidInput, ModelNotFound,
                      ModelNotReady, PredictError, PredictorFailed, PredictorNotFound)
+from .explanation import Explanation
 from .predictor import Predictor
 from .types import ModelMetadata, Signature, TensorSpec
 
@@ -18,7 +19,7 @@ if TYPE_CHECKING:  # pragma: no cover - for type checkers only
     from .extension import FlaskPredict, close_app, get_state
 
 __all__ = [
-    "ConfigError", "FailedPrecondition", "FlaskPredict", "InvalidInput", "ModelMetadata",
+    "ConfigError", "Explanation", "FailedPrecondition", "FlaskPredict", "InvalidInput", "ModelMetadata",
     "ModelNotFound", "ModelNotReady", "PredictError", "Predictor", "PredictorFailed",
     "PredictorNotFound", "Signature", "TensorSpec", "close_app", "get_state",
 ]

@@ -22,10 +22,16 @@ from .errors import ConfigError
 KNOWN_ARTIFACTS: dict[str, str] = {
     "saved_model.pb": "tensorflow", "saved_model.pbtxt": "tensorflow",
     "model.json": "xgboost", "model.ubj": "xgboost", "model.bst": "xgboost",
+    "model.txt": "lightgbm", "model.lgb": "lightgbm", "model.cbm": "catboost",
+    "model.onnx": "onnx",
     "model.joblib": "sklearn", "model.pkl": "sklearn",
 }
 """Artifact file names the bundled plugins load -> the plugin (and ``flask-predict`` extra)
-that loads them; a pickle of an XGBoost class is XGBoost's (:func:`artifact_plugin`)."""
+that loads them; a pickle of another framework's class is that framework's
+(:data:`PICKLED_FRAMEWORKS`, :func:`artifact_plugin`)."""
+
+PICKLED_FRAMEWORKS = ("xgboost", "lightgbm", "catboost")
+"""Top-level modules whose pickled classes their own plugin (of the same name) loads."""
 
 
 def artifact_file(folder: str) -> str:
@@ -47,8 +53,9 @@ def artifact_plugin(folder: str) -> tuple[str, str] | None:
     plugin = KNOWN_ARTIFACTS[name]
     if plugin == "sklearn":
         try:
-            if pickled_module(path).split(".")[0] == "xgboost":
-                plugin = "xgboost"
+            module = pickled_module(path).split(".")[0]
+            if module in PICKLED_FRAMEWORKS:
+                plugin = module
         except (ConfigError, OSError):
             pass
     return name, plugin

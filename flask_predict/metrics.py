@@ -40,7 +40,7 @@ QUEUE_BUCKETS = (0.001, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0,
 LOAD_BUCKETS = (0.1, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0, 60.0, 120.0, 300.0, INF)
 FLUSH_SECONDS = 1.0
 """How often each worker writes the requests it counted to the shared registry."""
-INFERENCE_VERBS = frozenset({"predict", "classify", "regress"})
+INFERENCE_VERBS = frozenset({"predict", "classify", "regress", "explain"})
 """The verbs that run a model: what the monitor pages count as requests."""
 
 REQUEST_LABELS = ("protocol", "model", "version", "verb")
@@ -58,7 +58,9 @@ class _Series:
         phase = (key[1], key[2], key[0])
         self.histograms = (metrics.duration.labels(*key), metrics.request_size.labels(*key),
                            metrics.response_size.labels(*key),
-                           metrics.preprocess.labels(*phase), metrics.predict.labels(*phase),
+                           metrics.preprocess.labels(*phase),
+                           (metrics.explain if key[3] == "explain" else metrics.predict
+                            ).labels(*phase),
                            metrics.postprocess.labels(*phase))
         for child in self.histograms:
             if not (hasattr(child, "_sum") and hasattr(child, "_buckets")):
@@ -127,6 +129,9 @@ class Metrics:
         self.predict = Histogram(
             "request_predict_seconds", "Time in the predictor", PHASE_LABELS,
             buckets=LATENCY_BUCKETS, registry=registry)
+        self.explain = Histogram(
+            "request_explain_seconds", "Time in the predictor, explaining (the verb "
+            "explain)", PHASE_LABELS, buckets=LATENCY_BUCKETS, registry=registry)
         self.postprocess = Histogram(
             "request_postprocess_seconds", "Encoding: from the predictor's return to the "
             "answer", PHASE_LABELS, buckets=LATENCY_BUCKETS, registry=registry)

@@ -29,7 +29,7 @@ MANIFEST_GROUP = "flask_predict.manifests"
 
 logger = logging.getLogger(__name__)
 
-BUNDLED = ("sklearn", "xgboost", "tensorflow", "custom")
+BUNDLED = ("sklearn", "xgboost", "lightgbm", "catboost", "onnx", "tensorflow", "custom")
 """The plugins this project ships, each installed by the ``flask-predict`` extra of its name."""
 
 Detector = Callable[[str, Mapping[str, Any]], float]

@@ -9,6 +9,7 @@ import numpy as np
 
 from . import codecs
 from .errors import FailedPrecondition, InvalidInput
+from .explanation import Explanation, cannot_explain
 from .types import (DEFAULT_SIGNATURE, Classification, Example, InferenceRequest, ModelMetadata,
                     Signature, Tensor, TensorSpec)
 
@@ -152,6 +153,24 @@ class Predictor(abc.ABC):
         values = self.predict_tensors(inputs, [self.values_output], signature)[
             self.values_output]
         return np.asarray(values)
+
+    def explain(self, inputs: Mapping[str, Tensor],
+                signature: str | None = None) -> Explanation:
+        """Exact attributions of the model's raw output to each feature, with the baseline
+        they start from (the ``explain`` verb, see :mod:`flask_predict.explanation`): the
+        baseline plus the attributions of a row is the model's output for it. The default
+        refuses (400), naming what can explain.
+        """
+        raise cannot_explain(f"this {self.metadata().platform} model")
+
+    def explain_instances(self, instances: list[Any], **kwargs: Any) -> Explanation:
+        """:meth:`explain` for JSON instances (AI Platform and Vertex AI): the default
+        decodes them as :meth:`predict` does and calls :meth:`explain`."""
+        if type(self).explain is Predictor.explain:
+            return self.explain({})  # refused before any decoding
+        signature_name = kwargs.get("signature_name")
+        inputs = codecs.rows_to_tensors(instances, self.signature(signature_name))
+        return self.explain(inputs, signature_name)
 
     def _example_signature(self, signature: str | None) -> ModelMetadata:
         meta = self.metadata()

@@ -47,6 +47,14 @@ def limit_threads(threads: int) -> None:
     limit_loaded_pools(threads)
 
 
+def process_threads() -> int | None:
+    """The thread count :func:`limit_threads` gave this process (each gunicorn worker's share
+    of the cores; one in the master while it loads shared models), ``None`` when none was
+    set: what a plugin sizes its framework's own pools to."""
+    value = os.environ.get(THREAD_VARIABLES[0], "")
+    return int(value) if value.isdigit() and int(value) > 0 else None
+
+
 def limit_loaded_pools(threads: int) -> None:
     """Limit the pools of libraries already loaded in this process (BLAS, OpenMP)."""
     from threadpoolctl import threadpool_limits

@@ -4,10 +4,10 @@ through :class:`ModelService` and nothing else.
 A request is resolved once: :meth:`ModelService.use` finds the loaded version a request
 names (number, label, version name or default) and holds it until the request is done, so a
 swap never closes a predictor under a running request. The verbs (:meth:`predict`,
-:meth:`predict_instances`, :meth:`predict_request`, :meth:`classify` ...) run on the held
-version; they are the only callers of predictor methods, and any failure of a predictor becomes
-:class:`~flask_predict.errors.PredictorFailed` (a 500 with a generic message; the cause is
-chained for the log).
+:meth:`predict_instances`, :meth:`predict_request`, :meth:`classify`, :meth:`explain` ...)
+run on the held version; they are the only callers of predictor methods, and any failure of a
+predictor becomes :class:`~flask_predict.errors.PredictorFailed` (a 500 with a generic
+message; the cause is chained for the log).
 
 Model control is here too, next to predict: readiness, the index of configured models,
 load and unload (:mod:`.control`), the online switch, and per-version statistics
@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Iterator, Mapping
+from functools import partial
 from threading import Lock
 from time import monotonic, perf_counter
 from typing import TYPE_CHECKING, Any, Callable, Sequence
@@ -28,6 +29,7 @@ from . import deadline, statistics
 from .control import IndexEntry, ModelControl
 from .errors import (DeadlineExceeded, InvalidInput, ModelNotFound, ModelNotReady,
                      PredictError, PredictorFailed, Unimplemented)
+from .explanation import Explanation, checked
 from .record import RequestRecord, current_request
 from .repository import ModelRepository
 from .served import LoadedVersion, ServedModel
@@ -310,6 +312,39 @@ class ModelService:
         """One value per example (TF Serving's ``:regress``)."""
         values = self.call(loaded, "regress", loaded.predictor.regress, (examples, signature))
         return np.asarray(values)
+
+    def explain(self, loaded: LoadedVersion, request: InferenceRequest,
+                with_predictions: bool = False) -> tuple[dict[str, Tensor], Explanation]:
+        """Attributions of *request*'s rows (:meth:`Predictor.explain`), and with
+        *with_predictions* every output of the tensor door for them: one predictor call,
+        bounded by the model's time limit as a prediction is."""
+        predictor, inputs, signature = loaded.predictor, request.inputs, request.signature
+        outputs, explanation = self.call(loaded, "explain", _explained, (
+            partial(predictor.explain, inputs, signature),
+            partial(predictor.predict_tensors, inputs, None, signature)
+            if with_predictions else None))
+        rows = len(next(iter(inputs.values()))) if inputs else 0
+        return dict(outputs or {}), checked(explanation, rows, loaded.name)
+
+    def explain_instances(self, loaded: LoadedVersion, instances: list[Any],
+                          kwargs: Mapping[str, Any], with_predictions: bool = False
+                          ) -> tuple[list[Any], Explanation]:
+        """:meth:`explain` for JSON instances (:meth:`Predictor.explain_instances`); the
+        predictions are what ``predict(instances)`` answers."""
+        predictor = loaded.predictor
+        predictions, explanation = self.call(loaded, "explain", _explained, (
+            partial(predictor.explain_instances, instances, **kwargs),
+            partial(predictor.predict, instances, **kwargs) if with_predictions else None))
+        if isinstance(predictions, np.ndarray):
+            predictions = predictions.tolist()
+        return list(predictions or []), checked(explanation, len(instances), loaded.name)
+
+
+def _explained(explain: Callable[[], Any], predict: Callable[[], Any] | None
+               ) -> tuple[Any, Any]:
+    """An explanation, then the predictions of the same rows where *predict* is given."""
+    explanation = explain()
+    return (predict() if predict is not None else None), explanation
 
 
 def _held_call(calls: Lock, record: RequestRecord | None, method: Callable[..., Any],

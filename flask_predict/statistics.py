@@ -3,13 +3,14 @@ service answers for V2's statistics extension (and any front end that asks). No 
 
 Every number is summed over every worker of the server (and every protocol): it comes from
 the multiprocess registry of :mod:`flask_predict.metrics`, counting the requests that ran a
-model (verbs ``predict``, ``classify``, ``regress``):
+model (verbs ``predict``, ``classify``, ``regress``, ``explain``):
 
 * ``success`` / ``fail``: requests answered with a status under 400 / 400 and up, and the
   time from routing to their answer (``flask_predict_requests_total`` by ``code``; the
   duration histogram's sum, less ``flask_predict_failed_request_seconds_total`` for fail);
 * the phases: ``decode``, from routing to the predictor call (``request_preprocess_seconds``);
-  ``predict``, time in the predictor (``request_predict_seconds``); ``encode``, from the
+  ``predict``, time in the predictor (``request_predict_seconds``, and
+  ``request_explain_seconds`` for the verb ``explain``); ``encode``, from the
   predictor's return to the answer (``request_postprocess_seconds``);
 * ``last``: the Unix time of the last inference answered.
 """
@@ -26,6 +27,7 @@ if TYPE_CHECKING:
 
 PHASES = {"request_preprocess_seconds": "decode",
           "request_predict_seconds": "predict",
+          "request_explain_seconds": "predict",  # the explain verb's time in the predictor
           "request_postprocess_seconds": "encode"}
 """The phase histograms (labels ``model_name``, ``model_version``) -> the phase."""
 

@@ -6,7 +6,8 @@ row: numbers, text, or categories the model knows. A plugin describes them as
 :class:`Column` values and declares them as its signature's inputs
 (:func:`tabular_signature`); :func:`read_columns` checks a request's inputs against them
 and answers one plain 1-D array per column, from which the plugin builds what its framework
-takes (a pandas DataFrame, a matrix of category codes). Nothing here imports a framework.
+takes (a pandas DataFrame, or :func:`code_matrix`: a matrix of numbers and category
+codes). Nothing here imports a framework.
 
 Every problem is the client's (400, naming the column): a missing or unknown column, a
 column of another length or shape, text where numbers belong or numbers where text does,
@@ -109,6 +110,40 @@ def read_columns(inputs: Mapping[str, Tensor], columns: Sequence[Column]) -> dic
             _check_categories(values, column)
         read[column.name] = values
     return read
+
+
+def code_matrix(columns: Mapping[str, Tensor], layout: Sequence[Column],
+                dtype: type[np.floating[Any]]) -> Tensor:
+    """The C-contiguous matrix of *columns* (from :func:`read_columns`) for a tree model
+    that reads categories as codes: numbers as they are (past *dtype*'s range: infinite),
+    a category as its code, NaN where missing or not among the column's categories."""
+    rows = len(next(iter(columns.values())))
+    matrix = np.empty((rows, len(layout)), dtype=dtype)
+    for index, column in enumerate(layout):
+        values = columns[column.name]
+        if column.categories is None:
+            with np.errstate(over="ignore"):
+                matrix[:, index] = values
+        else:
+            codes = column.categories
+            matrix[:, index] = [math.nan if value is None else codes.get(value, math.nan)
+                                for value in values.tolist()]
+    return matrix
+
+
+def feature_rows(inputs: Mapping[str, Tensor], spec: TensorSpec) -> Tensor:
+    """The one input of a model fitted on a matrix of numbers: a batch of feature rows,
+    checked against *spec* (``[-1, n_features]``)."""
+    if len(inputs) != 1:
+        raise InvalidInput(f"the model takes one input (a batch of feature rows), got "
+                           f"{len(inputs)}: {sorted(inputs)}")
+    (rows,) = inputs.values()
+    if rows.ndim == 1:
+        raise InvalidInput("expected a batch of feature rows (a 2-D array), got 1-D")
+    codecs.check_shape(rows, spec)
+    if rows.dtype.kind not in "iufb":
+        raise InvalidInput(f"expected numbers, got {codecs.datatype_of(rows)}")
+    return rows
 
 
 def _lone_input(name: str, array: Tensor, names: list[str]) -> dict[str, Tensor]:

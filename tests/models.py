@@ -12,8 +12,8 @@ from pathlib import Path
 
 from flask_predict.demo import train_iris, train_xgboost_missing
 
-__all__ = ["train_iris", "train_xgboost_missing", "make_custom", "make_sleepy", "sleepy_config",
-           "model_config"]
+__all__ = ["train_iris", "train_xgboost_missing", "make_custom", "make_explaining",
+           "make_sleepy", "sleepy_config", "model_config"]
 
 CUSTOM_PREDICTOR = '''
 """A custom prediction routine as AI Platform users write them."""
@@ -55,6 +55,47 @@ def make_custom(base: Path, version: int = 1, scale: float = 2.0) -> Path:
     folder.mkdir(parents=True)
     (folder / "predictor.py").write_text(textwrap.dedent(CUSTOM_PREDICTOR))
     (folder / "config.json").write_text('{"scale": %s}' % scale)
+    return base
+
+
+EXPLAINING_PREDICTOR = '''
+"""A routine that explains itself: a weighted sum of named numbers."""
+import time
+
+import numpy as np
+
+from flask_predict import Explanation
+
+WEIGHTS = {"rooms": 30.0, "age": -0.5}
+BASE = 100.0
+
+
+class HousePrice:
+    @classmethod
+    def from_path(cls, model_dir):
+        return cls()
+
+    def predict(self, instances, **kwargs):
+        return [BASE + sum(w * row[name] for name, w in WEIGHTS.items()) for row in instances]
+
+    def explain(self, instances, scale=1.0, sleep=0.0, fail=False):
+        time.sleep(sleep)
+        if fail:
+            raise RuntimeError("asked to fail")
+        columns = {name: np.array([[row[name] * w * scale] for row in instances])
+                   for name, w in WEIGHTS.items()}
+        baseline = np.full((len(instances), 1), BASE * scale)
+        output = baseline + sum(columns.values())
+        return Explanation(columns, baseline, output, "price", ("price",))
+'''
+
+
+def make_explaining(base: Path) -> Path:
+    """A custom routine with its own ``explain``: price = 100 + 30 rooms - 0.5 age. Its
+    keywords: ``scale`` multiplies the explanation, ``sleep`` waits first, ``fail`` raises."""
+    folder = base / "1"
+    folder.mkdir(parents=True)
+    (folder / "predictor.py").write_text(textwrap.dedent(EXPLAINING_PREDICTOR))
     return base
 
 

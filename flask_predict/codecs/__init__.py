@@ -12,7 +12,8 @@ response bodies. One module per concern:
   :mod:`.json_tensor` - one JSON value -> its tensor, by the same rules;
 * :mod:`.predictions` - outputs -> rows of predictions; the instances door of tensor
   predictors (tensors -> instances, predictions -> tensors);
-* :mod:`.examples` - tf.Example features -> feature rows, or a table's columns.
+* :mod:`.examples` - tf.Example features -> feature rows, or a table's columns;
+* :mod:`.explanations` - an explanation's attributions -> one JSON object per row.
 
 The face below is what protocols, the service and plugins use, as ``codecs.<name>``; a
 module's other names are its own, for the code that needs exactly that piece.
@@ -25,6 +26,7 @@ from .arrays import (as_bytes, b64_decode, check_shape, has_booleans, json_value
 from .dtypes import (FLOAT32, FLOAT64, FLOATS, INT64_MAX, INT64_MIN, NUMPY_TO_V2, V2_TO_NUMPY,
                      datatype_of)
 from .examples import examples_to_columns, examples_to_rows
+from .explanations import explanation_rows
 from .parsing import check_depth, loads, loads_v2_infer, number_matrix
 from .predictions import (predictions_to_outputs, predictions_to_tensor, tensors_to_instances,
                           tensors_to_rows)
@@ -37,7 +39,7 @@ __all__ = [
     # JSON in
     "check_depth", "loads", "loads_v2_infer", "number_matrix",
     # JSON out
-    "dumps", "dumps_strict", "dumps_tfserving", "preview",
+    "dumps", "dumps_strict", "dumps_tfserving", "explanation_rows", "preview",
     # values <-> arrays, and their datatypes
     "FLOAT32", "FLOAT64", "FLOATS", "INT64_MAX", "INT64_MIN", "NUMPY_TO_V2", "V2_TO_NUMPY",
     "as_bytes", "b64_decode", "check_shape", "datatype_of", "has_booleans", "json_value",

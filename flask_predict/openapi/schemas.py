@@ -135,9 +135,39 @@ SHAPE: Schema = {"type": "array", "items": {"type": "integer"},
 
 PARAMETERS: Schema = {"type": "object", "description": "Free-form parameters."}
 
+ATTRIBUTION: Schema = {
+    "type": "object",
+    "required": ["baselineOutputValue", "instanceOutputValue", "featureAttributions",
+                 "approximationError", "outputName"],
+    "properties": {
+        "baselineOutputValue": {"type": "number", "description": "The output explained when "
+                                "no feature is known: the attributions start from it."},
+        "instanceOutputValue": {"type": "number", "description": "The raw output explained, "
+                                "as the model computes it for the instance."},
+        "featureAttributions": {"type": "object", "additionalProperties": {
+            "type": ["number", "array"]}, "description": "Input (or column) name -> its "
+            "attribution: a number for a column, one per feature for a row of features."},
+        "outputIndex": {"type": "array", "items": {"type": "integer"}, "description": "Which "
+                        "of several explained outputs (a multiclass model's class)."},
+        "outputDisplayName": {"type": "string", "description": "The explained output's class."},
+        "approximationError": {"type": "number", "description": "|instanceOutputValue - "
+                               "(baselineOutputValue + the attributions)|: the model's "
+                               "rounding, the attributions being exact."},
+        "outputName": {"type": "string", "examples": ["margin", "decision_function"]},
+    },
+}
+
+EXPLANATION: Schema = {
+    "type": "object",
+    "required": ["attributions"],
+    "properties": {"attributions": {"type": "array", "items": ATTRIBUTION}},
+    "description": "Google's `Explanation` of one instance: one attribution per explained "
+                   "output.",
+}
+
 
 def shared_components() -> Schema:
     """The components every document holds, whichever protocols it describes."""
-    return {"schemas": {"Error": STRING_ERROR},
+    return {"schemas": {"Error": STRING_ERROR, "Explanation": EXPLANATION},
             "parameters": {"model": path_param("model", "A configured model's name.",
                                                example="iris")}}

@@ -33,7 +33,7 @@ if TYPE_CHECKING:
 
 logger = logging.getLogger(__name__)
 
-LOGGED_VERBS = frozenset({"predict", "classify", "regress"})
+LOGGED_VERBS = frozenset({"predict", "classify", "regress", "explain"})
 """The verbs whose requests are logged: those that run a model (not probes or metadata)."""
 UNLOGGED_STATUS = frozenset({401, 403})
 """Requests refused for their credentials are not logged: a client without a token cannot

@@ -34,6 +34,11 @@ DISTRIBUTIONS = {
     "plugins/custom": ("flask_predict_custom", "custom = flask_predict_custom:CustomPredictor"),
     "plugins/tensorflow": ("flask_predict_tensorflow", "tensorflow = flask_predict_tensorflow."
                                                        "predictor:TensorFlowPredictor"),
+    "plugins/lightgbm": ("flask_predict_lightgbm", "lightgbm = flask_predict_lightgbm.predictor:"
+                                                   "LightGBMPredictor"),
+    "plugins/catboost": ("flask_predict_catboost", "catboost = flask_predict_catboost.predictor:"
+                                                   "CatBoostPredictor"),
+    "plugins/onnx": ("flask_predict_onnx", "onnx = flask_predict_onnx.predictor:ONNXPredictor"),
 }
 """Folder -> (package, its ``flask_predict.predictors`` entry point)."""
 LOCAL_ONLY = (".git", ".venv*", ".*_cache", "build", "dist", "*.egg-info", "__pycache__", "models",
@@ -41,7 +46,9 @@ LOCAL_ONLY = (".git", ".venv*", ".*_cache", "build", "dist", "*.egg-info", "__py
 """What a clean clone lacks; the wheels are built from a copy without it (a build also leaves
 its ``build/`` folder behind, which must not reach a later wheel)."""
 EXTRAS = {"sklearn": "flask-predict-sklearn", "xgboost": "flask-predict-xgboost",
-          "tensorflow": "flask-predict-tensorflow", "custom": "flask-predict-custom"}
+          "tensorflow": "flask-predict-tensorflow", "custom": "flask-predict-custom",
+          "lightgbm": "flask-predict-lightgbm", "catboost": "flask-predict-catboost",
+          "onnx": "flask-predict-onnx"}
 """The core's extras that install a bundled plugin -> its distribution."""
 
 
@@ -134,8 +141,8 @@ def test_one_wheel_per_distribution(dist: Path) -> None:
                 # each extra pins its plugin to the core's own release
                 assert (f"Requires-Dist: {distribution}==0.1.0; extra == \"{extra}\""
                         in metadata), extra
-            assert ("Requires-Dist: flask-predict[custom,gcs,grpc,s3,sklearn,tensorflow,xgboost]; "
-                    "extra == \"all\"") in metadata
+            assert ("Requires-Dist: flask-predict[catboost,custom,gcs,grpc,lightgbm,onnx,s3,"
+                    "sklearn,tensorflow,xgboost]; extra == \"all\"") in metadata
         else:
             plugin = entry_point.split(" ")[0]
             assert f"[flask_predict.manifests]\n{plugin} = {module}.manifest:MANIFEST" in points

@@ -19,7 +19,8 @@ ROOT = Path(__file__).resolve().parents[2]
 PACKAGE = ROOT / "flask_predict"
 LAYERS = ROOT / "docs" / "layers.toml"
 PLUGINS = ("flask_predict_sklearn", "flask_predict_xgboost", "flask_predict_custom",
-           "flask_predict_tensorflow")
+           "flask_predict_tensorflow", "flask_predict_lightgbm", "flask_predict_catboost",
+           "flask_predict_onnx")
 
 
 def module_name(path: Path) -> str:
@@ -259,8 +260,11 @@ def test_reading_every_plugin_manifest_imports_no_framework() -> None:
         import sys
         from flask_predict.plugins import manifests
         found = manifests()
-        assert {"sklearn", "xgboost", "tensorflow", "custom"} <= set(found), sorted(found)
-        heavy = sorted(m for m in ("tensorflow", "keras", "h5py", "sklearn", "xgboost", "joblib")
+        bundled = {"sklearn", "xgboost", "tensorflow", "custom", "lightgbm", "catboost",
+                   "onnx"}
+        assert bundled <= set(found), sorted(found)
+        heavy = sorted(m for m in ("tensorflow", "keras", "h5py", "sklearn", "xgboost", "joblib",
+                                   "lightgbm", "catboost", "onnxruntime")
                        if m in sys.modules)
         assert not heavy, heavy
         """)

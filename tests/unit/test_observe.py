@@ -193,8 +193,8 @@ def test_every_protocol_view_and_rpc_has_a_verb(make_app: AppFactory,
     from flask_predict.grpc.messages import POOL
     from flask_predict.protocols import descriptor, descriptors
 
-    known = {"predict", "classify", "regress", "health", "metadata", "status", "admin",
-             "monitor", "unknown", "other"}
+    known = {"predict", "classify", "regress", "explain", "health", "metadata", "status",
+             "admin", "monitor", "unknown", "other"}
     app = make_app({"iris": model_config["iris"]}, vertex_predict_route="/predict",
                    vertex_health_route="/health")
     for endpoint, view in app.view_functions.items():

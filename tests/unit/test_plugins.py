@@ -84,7 +84,7 @@ def test_a_bundled_plugin_that_is_missing_names_its_extra(monkeypatch: pytest.Mo
     assert caught.value.message.endswith(
         '; install it: pip install "flask-predict[xgboost]"')
     with pytest.raises(PredictorNotFound) as caught:
-        plugins.load_predictor_class("onnx")  # not one of ours: no extra to name
+        plugins.load_predictor_class("torchscript")  # not one of ours: no extra to name
     assert "pip install" not in caught.value.message
 
 

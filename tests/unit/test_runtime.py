@@ -76,3 +76,14 @@ def test_assign_gpu_sets_visible_devices(tmp_path: Path, monkeypatch: pytest.Mon
     assert "CUDA_VISIBLE_DEVICES" not in os.environ
     runtime.assign_gpu((0, 1, 2), 4)
     assert os.environ["CUDA_VISIBLE_DEVICES"] == "1"
+
+
+def test_process_threads_reads_what_limit_threads_sets(monkeypatch: pytest.MonkeyPatch
+                                                       ) -> None:
+    """What limit_threads wrote in a worker's environment (OMP_NUM_THREADS first)."""
+    monkeypatch.delenv("OMP_NUM_THREADS", raising=False)
+    assert runtime.process_threads() is None
+    monkeypatch.setenv("OMP_NUM_THREADS", "3")
+    assert runtime.process_threads() == 3
+    monkeypatch.setenv("OMP_NUM_THREADS", "many")
+    assert runtime.process_threads() is None

@@ -1,4 +1,5 @@
-"""AI Platform Prediction's ``ml v1`` API: ``projects.predict`` and the model/version GETs.
+"""AI Platform Prediction's ``ml v1`` API: ``projects.predict``, ``projects.explain`` (see
+:mod:`.explain`) and the model/version GETs.
 
 ``POST /v1/projects/<project>/models/<model>[/versions/<version>]:predict`` with
 ``{"instances": [...]}``; every other top-level key reaches the predictor as a keyword
@@ -24,6 +25,7 @@ from ...state import PredictState
 from .._http import json_response, json_text, read_body, request_state
 from .blueprint import bp
 from .envelope import GoogleError, not_found, project_allowed
+from .explain import run_explain
 from .instances import print_answer, require_object, run_answer
 
 ALL_METHODS = ["GET", "POST", "PUT", "PATCH", "DELETE", "HEAD", "OPTIONS"]
@@ -58,6 +60,16 @@ def predict(project: str, model: str, version: str | None = None) -> ResponseRet
     state = request_state()
     with holding_version(state, project, model, version) as loaded:
         answer = run_answer(state, read_body(state), loaded, require_object)
+    return json_text(print_answer(loaded.name, answer))
+
+
+@bp.post("/v1/projects/<project>/models/<model>:explain")
+@bp.post("/v1/projects/<project>/models/<model>/versions/<version>:explain")
+def explain(project: str, model: str, version: str | None = None) -> ResponseReturnValue:
+    """``projects.explain``: the body ``:predict`` takes, ``{"explanations": [...]}``."""
+    state = request_state()
+    with holding_version(state, project, model, version) as loaded:
+        answer = run_explain(state, read_body(state), loaded)
     return json_text(print_answer(loaded.name, answer))
 
 

@@ -1,5 +1,5 @@
-"""AI Platform's ``ml v1`` (``projects.predict``, the model/version GETs), Vertex AI's
-endpoints (``:predict``, ``:rawPredict``), and Vertex AI's custom-container routes when the
+"""AI Platform's ``ml v1`` (``projects.predict`` and ``projects.explain``, the model/version
+GETs), Vertex AI's endpoints (``:predict``, ``:rawPredict``, ``:explain``), and Vertex AI's custom-container routes when the
 settings name them."""
 
 from __future__ import annotations
@@ -66,6 +66,30 @@ VERTEX_RESPONSE: Schema = {
     },
 }
 
+EXPLAIN_RESPONSE: Schema = {
+    "type": "object",
+    "required": ["explanations"],
+    "properties": {"explanations": {"type": "array", "items": ref("Explanation"),
+                                    "description": "One per instance, in order."}},
+}
+
+VERTEX_EXPLAIN_REQUEST: Schema = {
+    **VERTEX_REQUEST,
+    "properties": {**VERTEX_REQUEST["properties"],
+                   "deployedModelId": {"type": "string", "description": "The model the "
+                                       "endpoint serves, if given."}},
+    "description": "Vertex AI's `ExplainRequest`; `explanationSpecOverride` is refused (the "
+                   "attributions are exact).",
+}
+
+VERTEX_EXPLAIN_RESPONSE: Schema = {
+    "type": "object",
+    "required": ["explanations", "deployedModelId", "predictions"],
+    "properties": {"explanations": {"type": "array", "items": ref("Explanation")},
+                   "deployedModelId": {"type": "string"},
+                   "predictions": {"type": "array", "items": ANY}},
+}
+
 GOOGLE_ERROR: Schema = {
     "type": "object",
     "required": ["error"],
@@ -104,6 +128,9 @@ def components() -> Schema:
                     "AIPlatformPredictResponse": PREDICT_RESPONSE,
                     "VertexPredictRequest": VERTEX_REQUEST,
                     "VertexPredictResponse": VERTEX_RESPONSE, "GoogleError": GOOGLE_ERROR,
+                    "AIPlatformExplainResponse": EXPLAIN_RESPONSE,
+                    "VertexExplainRequest": VERTEX_EXPLAIN_REQUEST,
+                    "VertexExplainResponse": VERTEX_EXPLAIN_RESPONSE,
                     "AIPlatformVersion": VERSION, "AIPlatformModel": MODEL},
         "parameters": {
             "project": path_param("project", "A project; any, unless "
@@ -131,6 +158,9 @@ def paths(settings: Settings) -> dict[str, Schema]:
     predict_body = json_body(ref("AIPlatformPredictRequest"), example=example)
     predicted = {"200": response("The predictions.", ref("AIPlatformPredictResponse")),
                  **errors("Error", 400, 413, 500), **errors("GoogleError", 404, 503)}
+    explained = {"200": response("One explanation per instance.",
+                                 ref("AIPlatformExplainResponse")),
+                 **errors("Error", 400, 413, 500), **errors("GoogleError", 404, 503)}
     described = errors("GoogleError", 404, 503)
     items: dict[str, Schema] = {
         f"{model}:predict": {"post": operation(
@@ -138,6 +168,12 @@ def paths(settings: Settings) -> dict[str, Schema]:
             predicted, model_params, predict_body)},
         f"{model}{version}:predict": {"post": operation(
             "aiplatformPredictVersion", TAG, "Predict with one version", predicted,
+            version_params, predict_body)},
+        f"{model}:explain": {"post": operation(
+            "aiplatformExplain", TAG, "Explain with the model's default version "
+            "(`projects.explain`)", explained, model_params, predict_body)},
+        f"{model}{version}:explain": {"post": operation(
+            "aiplatformExplainVersion", TAG, "Explain with one version", explained,
             version_params, predict_body)},
         model: {"get": operation(
             "aiplatformGetModel", TAG, "Describe a model (`projects.models.get`)",
@@ -153,6 +189,12 @@ def paths(settings: Settings) -> dict[str, Schema]:
                              ref("VertexPredictResponse")),
              **errors("GoogleError", 400, 404, 500, 503)}, endpoint_params,
             json_body(ref("VertexPredictRequest"), example=example))},
+        f"{endpoint}:explain": {"post": operation(
+            "vertexEndpointExplain", TAG, "Explain with an endpoint (`endpoints.explain`)",
+            {"200": response("The explanations, predictions and the deployed model.",
+                             ref("VertexExplainResponse")),
+             **errors("GoogleError", 400, 404, 413, 500, 503)}, endpoint_params,
+            json_body(ref("VertexExplainRequest"), example=example))},
         f"{endpoint}:rawPredict": {"post": operation(
             "vertexEndpointRawPredict", TAG, "Predict with an endpoint, the body as a custom "
             "container takes it (`endpoints.rawPredict`)", predicted, endpoint_params,

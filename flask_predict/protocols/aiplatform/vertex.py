@@ -3,7 +3,7 @@
 ``POST /v1/projects/<p>/locations/<l>/endpoints/<e>:predict`` takes ``{"instances": [...],
 "parameters": ...}`` and answers ``{"predictions": [...], "deployedModelId": ..., "model":
 ..., "modelDisplayName": ..., "modelVersionId": ...}``, every error in Google's envelope, as
-Vertex AI's API does. ``:rawPredict`` takes the body a custom container's predict route takes
+Vertex AI's API does; ``:explain`` answers Google's ``ExplainResponse`` (:mod:`.explain`). ``:rawPredict`` takes the body a custom container's predict route takes
 and answers what that route answers. ``PREDICT_VERTEX_ENDPOINTS`` maps endpoint ids to
 models; without it the endpoint id is the model name.
 
@@ -30,7 +30,8 @@ from .._http import json_response, json_text, read_body, request_state
 from . import settings
 from .blueprint import bp
 from .envelope import GoogleError, enveloped, not_found, project_allowed
-from .instances import print_answer, run_answer, run_endpoint
+from .explain import run_explain
+from .instances import decode_vertex, print_answer, run_answer, run_endpoint
 
 ENDPOINT = "/v1/projects/<project>/locations/<location>/endpoints/<endpoint>"
 
@@ -62,6 +63,16 @@ def endpoint_predict(project: str, location: str, endpoint: str) -> ResponseRetu
     answer.update(deployedModelId=loaded.name,
                   model=f"projects/{project}/locations/{location}/models/{loaded.name}",
                   modelDisplayName=loaded.name, modelVersionId=str(loaded.version))
+    return json_text(print_answer(loaded.name, answer))
+
+
+@bp.post(ENDPOINT + ":explain")
+@enveloped
+def endpoint_explain(project: str, location: str, endpoint: str) -> ResponseReturnValue:
+    """``endpoints.explain`` (:mod:`.explain`): Google's ``ExplainResponse``."""
+    state = request_state()
+    with holding_endpoint(state, project, location, endpoint) as loaded:
+        answer = run_explain(state, read_body(state), loaded, decode_vertex, vertex=True)
     return json_text(print_answer(loaded.name, answer))
 
 

@@ -17,6 +17,7 @@ PROTOCOL = Protocol(
     title="TF Serving",
     blueprint=f"{__name__}.views:bp",
     verbs={"predict": "predict", "classify": "classify", "regress": "regress",
+           "explain": "explain",  # KServe V1's verb on TF Serving's paths
            "model_status": "status", "model_metadata": "metadata",
            # TF Serving's other spellings of its paths and methods, matched by its own rules
            "dispatch": "other"},

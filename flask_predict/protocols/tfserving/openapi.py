@@ -1,5 +1,5 @@
-"""The TF Serving REST API: status, metadata, predict, classify and regress, each in its
-latest, ``/versions/<n>`` and ``/labels/<label>`` forms."""
+"""The TF Serving REST API: status, metadata, predict, classify, regress and KServe V1's
+explain, each in its latest, ``/versions/<n>`` and ``/labels/<label>`` forms."""
 
 from __future__ import annotations
 
@@ -102,6 +102,16 @@ CLASSIFY_RESPONSE: Schema = {
         "maxItems": 2}}, "description": "`[label, score]` pairs per example."}},
 }
 
+EXPLAIN_RESPONSE: Schema = {
+    "type": "object",
+    "required": ["predictions", "explanations"],
+    "properties": {"predictions": {"type": "array", "items": {}, "description": "As "
+                                   "`:predict` answers the rows."},
+                   "explanations": {"type": "array", "items": ref("Explanation"),
+                                    "description": "One per row, in Google's shape."}},
+    "description": "KServe V1's `:explain` answer.",
+}
+
 REGRESS_RESPONSE: Schema = {
     "type": "object",
     "required": ["results"],
@@ -117,7 +127,8 @@ def components() -> Schema:
                     "TFServingPredictResponse": PREDICT_RESPONSE,
                     "TFServingExamplesRequest": EXAMPLES_REQUEST,
                     "TFServingClassifyResponse": CLASSIFY_RESPONSE,
-                    "TFServingRegressResponse": REGRESS_RESPONSE},
+                    "TFServingRegressResponse": REGRESS_RESPONSE,
+                    "KServeV1ExplainResponse": EXPLAIN_RESPONSE},
         "parameters": {
             "tfservingVersion": path_param("version", "A version number.", "^[0-9]+$", "1"),
             "label": path_param("label", "A version label from the model's "
@@ -140,6 +151,9 @@ VERBS: tuple[tuple[str, str, str, str, str | None, Any, str, tuple[int, ...]], .
      (400, 404, 413, 500)),
     (":regress", "post", "tfservingRegress", "Regress `tf.Example`s",
      "TFServingExamplesRequest", None, "TFServingRegressResponse", (400, 404, 413, 500)),
+    (":explain", "post", "kserveV1Explain", "Explain (KServe V1's `:explain`)",
+     "TFServingPredictRequest", {"instances": [ROW]}, "KServeV1ExplainResponse",
+     (400, 404, 413, 500)),
 )
 
 

@@ -14,12 +14,14 @@ from dataclasses import dataclass
 from werkzeug.routing import BaseConverter
 
 PREDICT_PATH = re.compile(
-    r"/v1/models/([^/:]+)(?:/versions/([0-9]+)|/labels/([^/:]+))?:(classify|regress|predict)",
+    r"/v1/models/([^/:]+)(?:/versions/([0-9]+)|/labels/([^/:]+))?:(classify|regress|predict|explain)",
     re.IGNORECASE)
 STATUS_PATH = re.compile(
     r"/v1/models(?:/([^/:]+))?(?:/versions/([0-9]+)|/labels/([^/:]+))?(?:/(metadata))?",
     re.IGNORECASE)
-VERBS = ("predict", "classify", "regress")
+VERBS = ("predict", "classify", "regress", "explain")
+"""TF Serving's verbs, and KServe V1's ``explain`` (its V1 protocol is TF Serving's REST
+API plus that verb, on the same paths)."""
 
 
 class AnyCaseV1(BaseConverter):

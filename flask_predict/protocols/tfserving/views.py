@@ -1,4 +1,5 @@
-"""The TF Serving REST routes: status, metadata, predict, classify, regress.
+"""The TF Serving REST routes: status, metadata, predict, classify, regress, and KServe V1's
+explain (:mod:`.explain`).
 
 Every route has the ``/versions/<n>`` and ``/labels/<label>`` forms. Errors answer
 ``{"error": "<message>"}`` with TF Serving's status codes; any other ``(?i)/v1/`` URL or
@@ -22,6 +23,7 @@ from ...types import InferenceRequest
 from .._body import number_matrix, parse_json
 from .._http import (JSON_MIMETYPE, error_handler, json_error, read_body, read_json, request_state)
 from . import lookup, routing, settings, wire
+from .explain import explain_answer
 
 bp = Blueprint("predict_tfserving", __name__)
 
@@ -151,6 +153,15 @@ def regress(model: str, version: str | None = None,
     return tf_response(state, wire.encode_regress(values, len(examples)))
 
 
+def explain(model: str, version: str | None = None,
+            label: str | None = None) -> ResponseReturnValue:
+    """KServe V1's ``:explain``: a predict body in, predictions and explanations out."""
+    state = request_state()
+    body = wire.check_body(read_json(state))
+    with serving(state, model, version, label) as loaded:
+        return tf_response(state, explain_answer(state, loaded, body))
+
+
 # --- routes ---------------------------------------------------------------------------------
 
 def _route(suffix: str, view: Callable[..., ResponseReturnValue], method: str) -> None:
@@ -166,10 +177,11 @@ _route("/metadata", model_metadata, "GET")
 _route(":predict", predict, "POST")
 _route(":classify", classify, "POST")
 _route(":regress", regress, "POST")
+_route(":explain", explain, "POST")
 
 VIEWS: dict[str, Callable[..., ResponseReturnValue]] = {
     "status": model_status, "metadata": model_metadata, "predict": predict,
-    "classify": classify, "regress": regress}
+    "classify": classify, "regress": regress, "explain": explain}
 
 
 @bp.route(f"/<{routing.CONVERTER}:v1>/<path:rest>", methods=ALL_METHODS,

@@ -11,8 +11,10 @@ The model config names the class as ``module.Class`` or ``module:Class`` (AI Pla
 (:mod:`.discovery`). A module shipped in the version folder is imported the way Google's
 runtimes make it importable, with each loaded version keeping its own copy
 (:mod:`.modules`); a class not shipped there comes from the installed packages. The class
-needs no base class; when it has ``metadata``, ``predict_tensors`` or ``close`` methods they
-are used too, and a ``signature`` declares what it takes and returns (:mod:`.signature`).
+needs no base class; when it has ``metadata``, ``predict_tensors``, ``explain`` or ``close``
+methods they are used too, and a ``signature`` declares what it takes and returns
+(:mod:`.signature`). ``explain(instances, **kwargs)`` answers a
+:class:`flask_predict.Explanation` for the instances (the ``explain`` verb).
 """
 
 from __future__ import annotations
@@ -21,7 +23,8 @@ import dataclasses
 import inspect
 from typing import Any, Mapping, Sequence
 
-from flask_predict import ModelMetadata, Predictor
+from flask_predict import Explanation, ModelMetadata, Predictor, codecs
+from flask_predict.explanation import cannot_explain
 from flask_predict.types import Tensor
 
 from .modules import VersionModules
@@ -76,6 +79,23 @@ class CustomPredictor(Predictor):
             result: dict[str, Tensor] = self.modules.call(own, inputs, outputs, signature)
             return result
         return super().predict_tensors(inputs, outputs, signature)
+
+    def explain_instances(self, instances: list[Any], **kwargs: Any) -> Explanation:
+        """The class's own ``explain(instances, **kwargs)``; refused (400) without one."""
+        own = getattr(self.user, "explain", None)
+        if not callable(own):
+            raise cannot_explain(f"{type(self.user).__name__} (a custom routine without "
+                                 "explain())")
+        accepted = _accepted_keywords(own)
+        if accepted is not None:
+            kwargs = {k: v for k, v in kwargs.items() if k in accepted}
+        result: Explanation = self.modules.call(own, instances, **kwargs)
+        return result
+
+    def explain(self, inputs: Mapping[str, Tensor],
+                signature: str | None = None) -> Explanation:
+        """Named tensors (TF Serving's and KServe's ``:explain``) as the class's instances."""
+        return self.explain_instances(codecs.tensors_to_instances(inputs))
 
     def metadata(self) -> ModelMetadata:
         return self._metadata

@@ -5,7 +5,7 @@ from __future__ import annotations
 import os
 from typing import Any, Mapping
 
-from flask_predict.artifacts import pickled_module
+from flask_predict.artifacts import PICKLED_FRAMEWORKS, pickled_module
 from flask_predict.errors import ConfigError
 from flask_predict.plugins import Manifest
 
@@ -14,8 +14,9 @@ MODEL_FILES = ("model.joblib", "model.pkl")
 
 
 def detect(model_dir: str, options: Mapping[str, Any]) -> float:
-    """A pickle or joblib file whose first class is not XGBoost's: probably an estimator
-    (any picklable object could be), so a modest confidence."""
+    """A pickle or joblib file whose first class is not XGBoost's or another framework's
+    with its own plugin: probably an estimator (any picklable object could be), so a modest
+    confidence."""
     present = [name for name in MODEL_FILES if os.path.isfile(os.path.join(model_dir, name))]
     if not present:
         return 0.0
@@ -23,7 +24,7 @@ def detect(model_dir: str, options: Mapping[str, Any]) -> float:
         raise ConfigError(f"several model files in {model_dir!r}: {present}; keep one or set "
                           "'predictor'")
     module = pickled_module(os.path.join(model_dir, present[0]))
-    return 0.0 if module.split(".")[0] == "xgboost" else 0.5
+    return 0.0 if module.split(".")[0] in PICKLED_FRAMEWORKS else 0.5
 
 
 MANIFEST = Manifest(options=frozenset({"outputs"}), detect=detect, shared=True)

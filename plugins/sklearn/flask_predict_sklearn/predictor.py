@@ -19,19 +19,23 @@ from typing import Any, Mapping, Sequence
 import joblib
 import numpy as np
 
-from flask_predict import (FailedPrecondition, InvalidInput, ModelMetadata, Predictor,
-                           Signature, TensorSpec)
+from flask_predict import (Explanation, FailedPrecondition, InvalidInput, ModelMetadata,
+                           Predictor, Signature, TensorSpec)
 from flask_predict.codecs import NUMPY_TO_V2, check_shape
-from flask_predict.tabular import known_categories, read_columns, tabular_signature
+from flask_predict.explanation import cannot_explain
+from flask_predict.tabular import NUMBER, known_categories, read_columns, tabular_signature
 from flask_predict.types import DEFAULT_SIGNATURE, Tensor
 
 from .columns import layout
+from .explain import LinearExplainer, linear_explainer
 from .linear import is_linear_classifier, linear_predict, plain_finite
 from .manifest import MODEL_FILES  # noqa: E402  (one list: detection and loading)
 from .onepass import one_pass
 
 __all__ = ["SklearnPredictor", "is_linear_classifier", "linear_predict", "load_model"]
 METHODS = ("predict", "predict_proba")
+INPUT = "inputs"
+"""The one input of a model fitted on a matrix of numbers."""
 
 
 class SklearnPredictor(Predictor):
@@ -39,7 +43,8 @@ class SklearnPredictor(Predictor):
 
     instance_outputs = ("predict",)
 
-    def __init__(self, model: Any, outputs: Sequence[str] | None = None) -> None:
+    def __init__(self, model: Any, outputs: Sequence[str] | None = None,
+                 model_dir: str | None = None) -> None:
         self.model = model
         self.methods = tuple(m for m in METHODS if callable(getattr(model, m, None)))
         if not self.methods:
@@ -51,6 +56,8 @@ class SklearnPredictor(Predictor):
         self.layout = layout(model)
         """The columns (or text) the model takes; ``None``: one matrix of numbers."""
         self._metadata = self._describe()
+        self.explainer = self._explainer(model_dir)
+        """How ``explain`` attributes the raw output (:mod:`.explain`), or why it cannot."""
         if self.layout is not None:
             from . import frame  # pandas, for these models only
 
@@ -68,7 +75,46 @@ class SklearnPredictor(Predictor):
                   **options: Any) -> SklearnPredictor:
         if options:
             raise TypeError(f"unknown scikit-learn option(s) {sorted(options)}")
-        return cls(load_model(model_dir), outputs)
+        return cls(load_model(model_dir), outputs, model_dir)
+
+    def _explainer(self, model_dir: str | None) -> LinearExplainer | str:
+        """A linear model's explainer (:mod:`.explain`), or why it has none."""
+        width = int(getattr(self.model, "n_features_in_", 0) or 0)
+        if self.layout is None:
+            return linear_explainer(self.model, model_dir, None, width, lambda rows: rows)
+        if self.layout.text:
+            return "a model fitted on text"
+        import pandas as pd
+
+        names = [column.name for column in self.layout.columns]
+
+        def frame(saved: Any) -> Any:
+            if not isinstance(saved, dict):
+                saved = dict(zip(names, np.asarray(saved).T))
+            return pd.DataFrame(saved)
+
+        return linear_explainer(self.model, model_dir, names, len(names), frame)
+
+    def explain(self, inputs: Mapping[str, Tensor],
+                signature: str | None = None) -> Explanation:
+        """The coefficients times each feature's distance from the baseline
+        (:mod:`.explain`); any other model is refused (400)."""
+        if isinstance(self.explainer, str):
+            raise cannot_explain(self.explainer)
+        names = None
+        if self.layout is not None:
+            from . import frame  # pandas, for these models only
+
+            data = frame.to_frame(read_columns(inputs, self.layout.columns), self.layout)
+            names = [column.name for column in self.layout.columns]
+        else:
+            data = _single_input(inputs)
+            check_shape(data, self._metadata.signature.inputs[0])
+            data = np.asarray(data, dtype=np.float64)
+        try:
+            return self.explainer.explain(data, len(data), names, INPUT)
+        except ValueError as exc:  # scikit-learn's input validation, a missing feature
+            raise FailedPrecondition(f"Explanation failed: {exc}")
 
     def _describe(self) -> ModelMetadata:
         n_features = int(getattr(self.model, "n_features_in_", -1))
@@ -91,7 +137,7 @@ class SklearnPredictor(Predictor):
                 properties["categories"] = categories
             signature = tabular_signature(self.layout.columns, outputs)
         else:
-            signature = Signature(inputs=(TensorSpec("inputs", "FP64", (-1, n_features)),),
+            signature = Signature(inputs=(TensorSpec(INPUT, "FP64", (-1, n_features)),),
                                   outputs=tuple(outputs))
         return ModelMetadata("sklearn", {DEFAULT_SIGNATURE: signature}, properties=properties)
 

@@ -1,5 +1,6 @@
 """What an XGBoost model tells of its features: names, types and the categories of its
-categorical features, and a request's columns as the matrix XGBoost predicts from.
+categorical features (a request's columns become the matrix XGBoost predicts from through
+:func:`flask_predict.tabular.code_matrix`).
 
 A model trained with feature names (from a pandas DataFrame, or ``feature_names`` given to
 its ``DMatrix``) takes one input per feature: numbers (float32; NaN or null is missing), or
@@ -18,14 +19,11 @@ from __future__ import annotations
 
 import json
 import logging
-import math
-from typing import Any, Mapping, Sequence
+from typing import Any, Sequence
 
-import numpy as np
 import xgboost as xgb
 
 from flask_predict.tabular import NUMBER, TEXT, Column, known_categories
-from flask_predict.types import Tensor
 
 logger = logging.getLogger(__name__)
 
@@ -79,23 +77,6 @@ def saved_categories(booster: xgb.Booster) -> dict[int, list[Any]]:
         elif "type" in encoding:  # integers
             found[index] = [int(value) for value in encoding["values"]]
     return found
-
-
-def to_matrix(columns: Mapping[str, Tensor], layout: Sequence[Column]) -> Tensor:
-    """The C-contiguous float32 matrix of *columns* (checked 1-D arrays): numbers as they
-    are, categories as their codes, NaN where missing."""
-    rows = len(next(iter(columns.values())))
-    matrix = np.empty((rows, len(layout)), dtype=np.float32)
-    for index, column in enumerate(layout):
-        values = columns[column.name]
-        if column.categories is None:
-            with np.errstate(over="ignore"):  # past float32: infinite, refused after
-                matrix[:, index] = values
-        else:
-            codes = column.categories
-            matrix[:, index] = [math.nan if value is None else codes.get(value, math.nan)
-                                for value in values.tolist()]
-    return matrix
 
 
 def feature_properties(booster: xgb.Booster, layout: Sequence[Column]) -> dict[str, Any]:

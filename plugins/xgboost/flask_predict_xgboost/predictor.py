@@ -9,6 +9,9 @@ A model without feature names takes one input, ``inputs`` (``[-1, n_features]``)
 with them takes one input per feature, categorical features by their categories
 (:mod:`.columns`), turned into the same float32 matrix.
 
+Explanations (``explain``) are XGBoost's own TreeSHAP contributions to the margin
+(:mod:`.explain`).
+
 Predictions go through :func:`onepass.one_pass` where it answers exactly as the model's own
 methods (a Booster, XGBRegressor, binary and multiclass XGBClassifier): one XGBoost call per
 request gives every output, through :class:`dense.DensePredict`, XGBoost's own in-place
@@ -26,16 +29,19 @@ import joblib
 import numpy as np
 import xgboost as xgb
 
-from flask_predict import (FailedPrecondition, InvalidInput, ModelMetadata, Predictor,
-                           Signature, TensorSpec)
+from flask_predict import (Explanation, FailedPrecondition, InvalidInput, ModelMetadata,
+                           Predictor, Signature, TensorSpec)
 from flask_predict.codecs import NUMPY_TO_V2, check_shape
-from flask_predict.tabular import read_columns, tabular_signature
+from flask_predict.tabular import code_matrix, read_columns, tabular_signature
 from flask_predict.types import DEFAULT_SIGNATURE, Tensor
 
-from .columns import feature_properties, layout, to_matrix
+from .columns import feature_properties, layout
+from .explain import explain
 from .onepass import one_pass
 
 NATIVE_FILES = ("model.bst", "model.json", "model.ubj")
+INPUT = "inputs"
+"""The one input of a model without feature names."""
 PICKLE_FILES = ("model.joblib", "model.pkl")
 
 
@@ -75,6 +81,8 @@ class XGBoostPredictor(Predictor):
         threads = (self.nthread or int(os.environ.get("OMP_NUM_THREADS", "0") or 0)
                    or self.saved_threads)
         self.booster.set_param({"nthread": threads})  # 0: XGBoost's default, every core
+        self.threads = threads
+        """The threads of a prediction, and of building an explanation's matrix."""
 
     @classmethod
     def from_path(cls, model_dir: str, outputs: Sequence[str] | None = None,
@@ -106,7 +114,7 @@ class XGBoostPredictor(Predictor):
             properties.update(feature_properties(self.booster, self.layout))
             signature = tabular_signature(self.layout, outputs)
         else:
-            signature = Signature(inputs=(TensorSpec("inputs", "FP32", (-1, self.n_features)),),
+            signature = Signature(inputs=(TensorSpec(INPUT, "FP32", (-1, self.n_features)),),
                                   outputs=tuple(outputs))
         return ModelMetadata("xgboost", {DEFAULT_SIGNATURE: signature}, properties=properties)
 
@@ -116,23 +124,39 @@ class XGBoostPredictor(Predictor):
     def predict_tensors(self, inputs: Mapping[str, Tensor],
                         outputs: Sequence[str] | None = None,
                         signature: str | None = None) -> dict[str, Tensor]:
-        if self.layout is not None:
-            return self._predict(to_matrix(read_columns(inputs, self.layout), self.layout),
-                                 outputs)
-        if len(inputs) != 1:
-            raise InvalidInput(f"the model takes one input (a batch of feature rows), got "
-                               f"{len(inputs)}: {sorted(inputs)}")
-        (features,) = inputs.values()
-        if features.ndim == 1:
-            raise InvalidInput("expected a batch of feature rows (a 2-D array), got 1-D")
-        check_shape(features, self._metadata.signature.inputs[0])
-        return self._predict(np.require(features, np.float32, ("C", "A")), outputs)
+        return self._predict(self._features(inputs), outputs)
 
-    def _predict(self, features: Tensor, outputs: Sequence[str] | None) -> dict[str, Tensor]:
-        """Every output asked for (``None``: the defaults) from C-contiguous float32 rows."""
+    def explain(self, inputs: Mapping[str, Tensor],
+                signature: str | None = None) -> Explanation:
+        """TreeSHAP attributions of the model's margin (:mod:`.explain`)."""
+        features = self._features(inputs)
+        try:
+            return explain(self.booster, features, self.threads, self.layout, INPUT,
+                           self._metadata.properties.get("classes"))
+        except xgb.core.XGBoostError as exc:
+            raise FailedPrecondition(f"Explanation failed: {_first_line(exc)}")
+
+    def _features(self, inputs: Mapping[str, Tensor]) -> Tensor:
+        """The C-contiguous float32 rows the model predicts from; a value past float32 (or
+        infinite) is refused: NaN or null mark a missing value."""
+        if self.layout is not None:
+            features = code_matrix(read_columns(inputs, self.layout), self.layout, np.float32)
+        else:
+            if len(inputs) != 1:
+                raise InvalidInput(f"the model takes one input (a batch of feature rows), got "
+                                   f"{len(inputs)}: {sorted(inputs)}")
+            (features,) = inputs.values()
+            if features.ndim == 1:
+                raise InvalidInput("expected a batch of feature rows (a 2-D array), got 1-D")
+            check_shape(features, self._metadata.signature.inputs[0])
+            features = np.require(features, np.float32, ("C", "A"))
         if np.isinf(features).any():
             raise FailedPrecondition("Prediction failed: Input data contains `inf` or a value "
                                      "too large for float32; NaN or null mark a missing value")
+        return features
+
+    def _predict(self, features: Tensor, outputs: Sequence[str] | None) -> dict[str, Tensor]:
+        """Every output asked for (``None``: the defaults) from C-contiguous float32 rows."""
         wanted = outputs or self.default_outputs
         try:
             if self.one_pass is not None:

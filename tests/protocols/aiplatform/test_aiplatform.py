@@ -108,7 +108,7 @@ def test_body_over_the_limit_is_413(make_app: Any, model_config: dict[str, Any])
     ("GET", "/v1/projects/p/models/iris:predict"),
     ("PUT", "/v1/projects/p/models/iris:predict"),
     ("DELETE", "/v1/projects/p/models/iris"),
-    ("POST", "/v1/projects/p/models/iris:explain"),
+    ("POST", "/v1/projects/p/models/iris:getIamPolicy"),
     ("POST", "/v1/projects/p/models"),
     ("GET", "/v1/projects/p/locations/l/endpoints/iris:predict"),
     ("POST", "/v1/projects/p/locations/l/endpoints/iris:streamRawPredict"),

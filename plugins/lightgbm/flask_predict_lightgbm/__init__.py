@@ -1,0 +1,20 @@
+"""LightGBM predictor plugin for flask-predict.
+
+The predictor (:mod:`.predictor`) imports LightGBM; this package imports nothing heavy, so
+the gunicorn master can read the plugin's manifest (:mod:`.manifest`) without loading
+LightGBM, and it loads only in the processes that serve such a model.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from flask_predict.plugins import lazy_attributes
+
+if TYPE_CHECKING:  # pragma: no cover - for type checkers only
+    from .predictor import LightGBMPredictor
+
+__all__ = ["LightGBMPredictor"]
+
+
+__getattr__ = lazy_attributes(__name__)
