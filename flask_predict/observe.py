@@ -3,8 +3,9 @@
 :func:`install` adds one hook before and one after each request to the extension's own
 blueprints only (the host app's routes and hooks stay its own). Before: open the request's
 scope (:mod:`flask_predict.scope`: the client's ``X-Request-ID`` or a new id, the verb its
-protocol's descriptor names), check the token when tokens are configured. After: echo the
-id, close the scope (metrics, access line). Views and the service only fill in the record.
+protocol's descriptor names), check the token when tokens are configured, and the admin
+rule for a route whose verb is ``admin``. After: echo the id, close the scope (metrics,
+access line). Views and the service only fill in the record.
 """
 
 from __future__ import annotations
@@ -20,15 +21,12 @@ from . import auth
 from .http_transport import HTTP
 from .protocols import Protocol, descriptors
 from .protocols._http import plain_error
-from .record import current_request
+from .record import ADMIN_VERB, PROBE_VERB, current_request
 from .scope import Scopes
 from .current import get_state
 from .state import EXTENSION_KEY, PredictState
 
 REQUEST_ID_HEADER = "X-Request-ID"
-
-OPEN_VERBS = frozenset({"health"})
-"""Health probes never need a token."""
 
 
 class Observer:
@@ -54,8 +52,10 @@ class Observer:
                          int(length) if length and length.isdigit() else 0,
                          environ.get("REQUEST_METHOD", ""), environ.get("PATH_INFO", ""),
                          environ.get("REMOTE_ADDR", "-"), None, req, HTTP)
-        if self.tokens and verb not in OPEN_VERBS:
+        if self.tokens and verb != PROBE_VERB:  # probes never need a token
             auth.check_client(self.tokens, self.admin_tokens)
+        if verb == ADMIN_VERB:  # a route that changes the server, as its descriptor says
+            auth.check_admin()
 
     def _verb(self, endpoint: str, protocol: Protocol) -> str:
         view = self.app.view_functions.get(endpoint)
