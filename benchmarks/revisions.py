@@ -23,6 +23,7 @@ import subprocess
 import sys
 import tempfile
 from pathlib import Path
+from typing import Callable
 
 HERE = Path(__file__).resolve().parent
 
@@ -108,30 +109,44 @@ def main() -> None:
     bodies = {name: {str(n): make(rng.normal(size=(n, 20)).round(6).tolist())
                      for n in (1, 100)} for name, (_, make) in ROUTES.items()}
     routes = json.dumps({name: [path, bodies[name]] for name, (path, _) in ROUTES.items()})
-    results: dict[str, list[dict[str, float]]] = {tree: [] for tree in args.trees}
+    results = run_rounds(args.trees, args.rounds, lambda root, models: [
+        "-c", CHILD, root, models, str(args.seconds), routes, "bare" if args.bare else "full",
+        "cpu" if args.cpu else "wall"])
+    report(results, "req/CPU s" if args.cpu else "req/s")
+
+
+def run_rounds(trees: list[str], rounds: int, argv: Callable[[str, str], list[str]]
+               ) -> dict[str, list[dict[str, float]]]:
+    """Each tree's child process *rounds* times, the trees alternating, each child's last
+    line of output read as its JSON results; ``argv(root, models)``: a child's arguments
+    (after the interpreter) for a source tree and the trained models' folder."""
+    results: dict[str, list[dict[str, float]]] = {tree: [] for tree in trees}
     with tempfile.TemporaryDirectory() as models:
         train(Path(models))
-        for _ in range(args.rounds):
-            for tree in args.trees:
+        for _ in range(rounds):
+            for tree in trees:
                 root = str(Path(tree).resolve())
                 plugins = os.pathsep.join([root] + [f"{root}/plugins/{p}" for p in
                                                     ("sklearn", "xgboost", "custom")])
                 # one native thread each: both trees get the same, steadier pools
                 env = {**os.environ, "PYTHONPATH": plugins, "OMP_NUM_THREADS": "1",
                        "OPENBLAS_NUM_THREADS": "1", "MKL_NUM_THREADS": "1"}
-                done = subprocess.run([sys.executable, "-c", CHILD, root, models,
-                                       str(args.seconds), routes,
-                                       "bare" if args.bare else "full",
-                                       "cpu" if args.cpu else "wall"], env=env, check=True,
-                                      capture_output=True, text=True)
+                done = subprocess.run([sys.executable, *argv(root, models)], env=env,
+                                      check=True, capture_output=True, text=True)
                 results[tree].append(json.loads(done.stdout.strip().splitlines()[-1]))
-    base = args.trees[0]
-    unit = "req/CPU s" if args.cpu else "req/s"
-    print(f"| case | {base} {unit} | " + " | ".join(f"{t} / {base}" for t in args.trees[1:]) + " |")
-    print("|---|---|" + "---|" * (len(args.trees) - 1))
+    return results
+
+
+def report(results: dict[str, list[dict[str, float]]], unit: str) -> None:
+    """Each case's median over the rounds, the first tree's in *unit*, the others' as
+    ratios to it (a Markdown table)."""
+    trees = list(results)
+    base = trees[0]
+    print(f"| case | {base} {unit} | " + " | ".join(f"{t} / {base}" for t in trees[1:]) + " |")
+    print("|---|---|" + "---|" * (len(trees) - 1))
     for case in results[base][0]:
-        medians = {t: statistics.median(r[case] for r in results[t]) for t in args.trees}
-        ratios = " | ".join(f"{medians[t] / medians[base]:.2f}x" for t in args.trees[1:])
+        medians = {t: statistics.median(r[case] for r in results[t]) for t in trees}
+        ratios = " | ".join(f"{medians[t] / medians[base]:.2f}x" for t in trees[1:])
         print(f"| {case} | {medians[base]:.0f} | {ratios} |")
 
 

@@ -25,7 +25,7 @@ from prometheus_client import (CONTENT_TYPE_LATEST, CollectorRegistry, Counter, 
                                Histogram, generate_latest, multiprocess, values)
 from prometheus_client.metrics_core import Metric
 
-from .record import RequestRecord
+from .record import INFERENCE_VERBS, RequestRecord
 from .traffic import Snapshot
 
 MULTIPROC_VARIABLE = "PROMETHEUS_MULTIPROC_DIR"
@@ -40,8 +40,6 @@ QUEUE_BUCKETS = (0.001, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0,
 LOAD_BUCKETS = (0.1, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0, 60.0, 120.0, 300.0, INF)
 FLUSH_SECONDS = 1.0
 """How often each worker writes the requests it counted to the shared registry."""
-INFERENCE_VERBS = frozenset({"predict", "classify", "regress", "explain"})
-"""The verbs that run a model: what the monitor pages count as requests."""
 
 REQUEST_LABELS = ("protocol", "model", "version", "verb")
 PHASE_LABELS = ("model_name", "model_version", "protocol")  # KServe's model_name, and ours

@@ -3,13 +3,15 @@
 :func:`install` adds one hook before and one after each request to the extension's own
 blueprints only (the host app's routes and hooks stay its own). Before: open the request's
 scope (:mod:`flask_predict.scope`: the client's ``X-Request-ID`` or a new id, the verb its
-protocol's descriptor names), check the token when tokens are configured. After: echo the
-id, close the scope (metrics, access line). Views and the service only fill in the record.
+protocol's descriptor names), check the token when tokens are configured, and the admin
+rule for a route whose verb is ``admin``. After: echo the id, close the scope (metrics,
+access line), or for a streamed answer leave it open until its last chunk is sent. Views
+and the service only fill in the record.
 """
 
 from __future__ import annotations
 
-from typing import Callable
+from typing import Callable, Iterable, Iterator
 
 from flask import Blueprint, Flask, Response
 from flask.blueprints import BlueprintSetupState
@@ -20,14 +22,11 @@ from . import auth
 from .http_transport import HTTP
 from .protocols import Protocol, descriptors
 from .protocols._http import plain_error
-from .record import current_request
+from .record import ADMIN_VERB, PROBE_VERB, RequestRecord, current_request
 from .current import get_state
 from .state import EXTENSION_KEY, PredictState
 
 REQUEST_ID_HEADER = "X-Request-ID"
-
-OPEN_VERBS = frozenset({"health"})
-"""Health probes never need a token."""
 
 
 class Observer:
@@ -53,8 +52,10 @@ class Observer:
                          int(length) if length and length.isdigit() else 0,
                          environ.get("REQUEST_METHOD", ""), environ.get("PATH_INFO", ""),
                          environ.get("REMOTE_ADDR", "-"), None, req, HTTP)
-        if self.tokens and verb not in OPEN_VERBS:
+        if self.tokens and verb != PROBE_VERB:  # probes never need a token
             auth.check_client(self.tokens, self.admin_tokens)
+        if verb == ADMIN_VERB:  # a route that changes the server, as its descriptor says
+            auth.check_admin()
 
     def _verb(self, endpoint: str, protocol: Protocol) -> str:
         view = self.app.view_functions.get(endpoint)
@@ -71,10 +72,40 @@ class Observer:
         if status == 401:
             response.headers.add("WWW-Authenticate", auth.BEARER_CHALLENGE)
         body = response.response  # a body set whole is a list of one bytes: no header parse
-        size = (len(body[0]) if type(body) is list and len(body) == 1 and type(body[0]) is bytes
-                else response.content_length)
-        self.scopes.close(record, status, size, body)
+        if type(body) is list and len(body) == 1 and type(body[0]) is bytes:
+            self.scopes.close(record, status, len(body[0]), body)
+        elif response.is_streamed:  # chunks still to come: the scope closes after the last
+            chunks = response.response = Streamed(record, body)
+            response.call_on_close(lambda: self.scopes.close(record, status, chunks.size))
+        else:
+            self.scopes.close(record, status, response.content_length, body)
         return response
+
+
+class Streamed:
+    """A streamed answer's chunks, each made inside its request's scope (its record
+    current: a log line carries its request id); counts the bytes sent."""
+
+    def __init__(self, record: RequestRecord, chunks: Iterable[str | bytes]) -> None:
+        self.record = record
+        self.chunks = chunks
+        self.iterator = iter(chunks)
+        self.size = 0
+
+    def __iter__(self) -> Iterator[bytes]:
+        return self
+
+    def __next__(self) -> bytes:
+        current_request.set(self.record)
+        chunk = next(self.iterator)
+        data = chunk if isinstance(chunk, bytes) else chunk.encode()  # as Werkzeug sends it
+        self.size += len(data)
+        return data
+
+    def close(self) -> None:
+        close = getattr(self.chunks, "close", None)
+        if close is not None:
+            close()
 
 
 def install(app: Flask, state: PredictState) -> None:

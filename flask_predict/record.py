@@ -15,6 +15,16 @@ from contextvars import ContextVar
 from time import perf_counter
 from typing import Any, TypeGuard
 
+INFERENCE_VERBS = frozenset({"predict", "classify", "regress", "explain"})
+"""The verbs that run a model: what the monitor pages count as requests and the payload
+log samples (not probes, metadata or control)."""
+PROBE_VERB = "health"
+"""The verb of liveness and readiness probes (each protocol's descriptor names its routes'
+verbs): no token needed over REST, no access line unless ``PREDICT_ACCESS_LOG_PROBES``."""
+ADMIN_VERB = "admin"
+"""The verb of routes and rpcs that change the server (online/offline, load/unload): an
+admin token or a loopback client."""
+
 _CLIENT_ID = re.compile(r"[A-Za-z0-9._:/+=@-]{1,128}")
 
 

@@ -28,12 +28,8 @@ from typing import TYPE_CHECKING, Any
 
 from .access_log import AccessLog
 from .queue_time import HEADER, queue_seconds
-from .record import RequestRecord, current_request, usable_id
+from .record import PROBE_VERB, RequestRecord, current_request, usable_id
 from .transport import Transport
-
-PROBE = "health"
-"""The verb of liveness and readiness probes (each protocol's descriptor names its routes'
-verbs): no access line unless ``PREDICT_ACCESS_LOG_PROBES`` asks."""
 
 if TYPE_CHECKING:
     from .config import Settings
@@ -117,7 +113,7 @@ class Scopes:
             self.metrics.finished(record, status, response_bytes, ended)
         if self.tracing is not None:
             self.tracing.end(record, status, response_bytes, ended)
-        if self.access is not None and (record.verb != PROBE or self.probes):
+        if self.access is not None and (record.verb != PROBE_VERB or self.probes):
             self.access.write(record, status, response_bytes, ended)
         if self.payloads is not None:
             self.payloads.keep(record, status, response, ended)

@@ -8,6 +8,11 @@ service stays open for probes, as ``/v2/health/*`` does. The state-changing rpcs
 an admin token, or a loopback peer while
 ``PREDICT_ADMIN_LOOPBACK`` is on (the default): the rpcs whose verb is ``admin`` in their
 protocol's descriptor.
+
+:class:`CallGuard` decides. The protocols' services ask it inside each call's request scope
+(:mod:`.handlers`), so a refused call is recorded, counted and access-logged as a REST 401
+or 403 is; :class:`TokenInterceptor` asks it for the services no scope covers (server
+reflection).
 """
 
 from __future__ import annotations
@@ -18,13 +23,14 @@ from typing import Any, Callable
 import grpc
 
 from ..config import Settings
+from ..errors import PermissionDenied, PredictError, Unauthenticated
 from ..protocols import descriptors
+from ..record import ADMIN_VERB
 from ..tokens import presented_token, token_matches
+from .handlers import GRPC_STATUS
 
 OPEN_PREFIXES = ("/grpc.health.v1.Health/",)
 """Probes answer without a token."""
-ADMIN_VERB = "admin"
-"""The verb of rpcs that change server-wide state."""
 
 
 def admin_methods(settings: Settings) -> frozenset[str]:
@@ -53,9 +59,9 @@ def is_loopback_peer(peer: str) -> bool:
         return False
 
 
-class TokenInterceptor(grpc.ServerInterceptor):  # type: ignore[misc]  # grpc has no hints
-    """Checks each call before its handler runs; a refused call ends with
-    ``UNAUTHENTICATED`` or ``PERMISSION_DENIED``."""
+class CallGuard:
+    """Who may make each call: :meth:`check` raises :class:`Unauthenticated` or
+    :class:`PermissionDenied` for a call the settings refuse."""
 
     def __init__(self, settings: Settings) -> None:
         self.tokens = settings.auth_tokens
@@ -63,23 +69,20 @@ class TokenInterceptor(grpc.ServerInterceptor):  # type: ignore[misc]  # grpc ha
         self.admin_loopback = settings.admin_loopback
         self.admin_methods = admin_methods(settings)
 
-    def intercept_service(self, continuation: Callable[[Any], Any], details: Any) -> Any:
-        handler = continuation(details)
-        method: str = details.method
-        if handler is None or method.startswith(OPEN_PREFIXES):
-            return handler
+    def __call__(self, method: str, context: grpc.ServicerContext) -> None:
+        """Let the call to *method* (``/<service>/<rpc>``) through, or raise."""
+        if method.startswith(OPEN_PREFIXES):
+            return
         if method in self.admin_methods:
-            return guarded(handler, self.check_admin)
-        if self.tokens:
-            return guarded(handler, self.check_client)
-        return handler
+            self.check_admin(context)
+        elif self.tokens:
+            self.check_client(context)
 
     def check_client(self, context: grpc.ServicerContext) -> None:
         token = call_token(context)
         if not (token_matches(token, self.tokens) or token_matches(token, self.admin_tokens)):
-            context.abort(grpc.StatusCode.UNAUTHENTICATED,
-                          "a valid token is required: send 'authorization: Bearer <token>' "
-                          "or 'x-api-key: <token>' metadata")
+            raise Unauthenticated("a valid token is required: send 'authorization: Bearer "
+                                  "<token>' or 'x-api-key: <token>' metadata")
 
     def check_admin(self, context: grpc.ServicerContext) -> None:
         if token_matches(call_token(context), self.admin_tokens):
@@ -87,21 +90,39 @@ class TokenInterceptor(grpc.ServerInterceptor):  # type: ignore[misc]  # grpc ha
         if self.admin_loopback and is_loopback_peer(context.peer()):
             return
         if self.admin_tokens:
-            context.abort(grpc.StatusCode.UNAUTHENTICATED,
-                          "this call changes the server: send an admin token")
-        context.abort(grpc.StatusCode.PERMISSION_DENIED,
-                      "this call changes the server: allowed from loopback only, or set "
-                      "PREDICT_ADMIN_TOKENS")
+            raise Unauthenticated("this call changes the server: send an admin token")
+        raise PermissionDenied("this call changes the server: allowed from loopback only, "
+                               "or set PREDICT_ADMIN_TOKENS")
 
 
-def guarded(handler: Any, check: Callable[[grpc.ServicerContext], None]) -> Any:
-    """*handler* with *check* run before each of its behaviours."""
+class TokenInterceptor(grpc.ServerInterceptor):  # type: ignore[misc]  # grpc has no hints
+    """Checks the calls of services that check none themselves (*scoped*: the full names of
+    those that do) before their handler runs; a refused call ends with ``UNAUTHENTICATED``
+    or ``PERMISSION_DENIED``."""
+
+    def __init__(self, guard: CallGuard, scoped: frozenset[str]) -> None:
+        self.guard = guard
+        self.scoped = scoped
+
+    def intercept_service(self, continuation: Callable[[Any], Any], details: Any) -> Any:
+        handler = continuation(details)
+        method: str = details.method
+        if handler is None or method.split("/")[1] in self.scoped:
+            return handler
+        return guarded(handler, method, self.guard)
+
+
+def guarded(handler: Any, method: str, guard: CallGuard) -> Any:
+    """*handler* with *guard* asked before each of its behaviours."""
     def wrap(behaviour: Callable[[Any, grpc.ServicerContext], Any] | None) -> Any:
         if behaviour is None:
             return None
 
         def run(request: Any, context: grpc.ServicerContext) -> Any:
-            check(context)
+            try:
+                guard(method, context)
+            except PredictError as exc:
+                context.abort(GRPC_STATUS[exc.code], exc.message)
             return behaviour(request, context)
         return run
 

@@ -7,7 +7,8 @@ call's scope (:mod:`flask_predict.scope`: the same record, metrics and access li
 request, protocol ``<name>_grpc``, the verb its protocol's descriptor names, the client's
 deadline), turn any :class:`~flask_predict.errors.PredictError` into its status code and
 message, and anything else into ``INTERNAL`` with a generic message (the cause is logged,
-never sent). Who may call is checked before, by :mod:`.auth`'s interceptor.
+never sent). Who may call is checked first thing in the scope, by the guard of
+:mod:`.auth`: a refused call is counted and access-logged as a REST 401 or 403 is.
 """
 
 from __future__ import annotations
@@ -66,22 +67,33 @@ def as_error(exc: Exception, method: str) -> PredictError:
     return error
 
 
-class _Undecodable:
-    """A request whose bytes are not its message: answered ``INVALID_ARGUMENT``."""
+class Received:
+    """A request as it arrived: its message (``None`` when its bytes are not one, answered
+    ``INVALID_ARGUMENT``), and its size on the wire (re-encoding a message to measure it
+    costs as much as parsing it)."""
 
-    def __init__(self, reason: str) -> None:
+    __slots__ = ("message", "size", "reason")
+
+    def __init__(self, message: Any, size: int, reason: str = "") -> None:
+        self.message = message
+        self.size = size
         self.reason = reason
 
 
-def _decoder(cls: Any) -> Callable[[bytes], Any]:
+def _decoder(cls: Any) -> Callable[[bytes], Received]:
     """*cls*'s parser, keeping a parse failure for the handler: grpcio itself would answer
     ``INTERNAL`` (a server error) for what is the client's mistake."""
-    def decode(data: bytes) -> Any:
+    def decode(data: bytes) -> Received:
         try:
-            return cls.FromString(data)
+            return Received(cls.FromString(data), len(data))
         except DecodeError as exc:
-            return _Undecodable(str(exc))
+            return Received(None, len(data), str(exc))
     return decode
+
+
+Guard = Callable[[str, grpc.ServicerContext], None]
+"""Who may make a call: ``guard(method, context)`` raises the refusal (a
+:class:`~flask_predict.errors.PredictError`), inside the call's scope (:mod:`.auth`)."""
 
 
 def _peer_address(context: grpc.ServicerContext) -> str:
@@ -105,7 +117,8 @@ class _Calls:
     """What every handler of one service shares."""
 
     def __init__(self, service: str, scopes: Scopes, protocol: Protocol,
-                 answer_status: Callable[[Any], int] | None, port: int | None = None) -> None:
+                 answer_status: Callable[[Any], int] | None, port: int | None = None,
+                 guard: Guard | None = None) -> None:
         self.service = service
         self.scopes = scopes
         self.transport = GrpcTransport(service, port)
@@ -114,18 +127,30 @@ class _Calls:
         self.answer_status = answer_status
         """The HTTP-like status of an answer that reports a failure in an OK message
         (grps); ``None``: an answer is 200."""
+        self.guard = guard
         self.worker = (WORKER_KEY, str(os.getpid()))
 
-    def _open(self, request: Any, context: grpc.ServicerContext, name: str) -> Any:
+    def _open(self, received: Received, context: grpc.ServicerContext, name: str,
+              method: str) -> Any:
+        """Open the call's scope (its size: the bytes received)."""
         left = context.time_remaining()
         if left is not None and left > NO_DEADLINE:
             left = None  # a call without a deadline reads as one in the far future
-        size = request.ByteSize() if not isinstance(request, _Undecodable) else 0
         return self.scopes.open(
-            self.label, self.protocol.rpc_verb(name), _call_id(context), size, "POST",
-            f"/{self.service}/{name}", _peer_address(context),
-            None if left is None else time.monotonic() + left, (context, request, name),
-            self.transport)
+            self.label, self.protocol.rpc_verb(name), _call_id(context), received.size,
+            "POST", method, _peer_address(context),
+            None if left is None else time.monotonic() + left,
+            (context, received.message, name), self.transport)
+
+    def _checked(self, received: Received, context: grpc.ServicerContext,
+                 method: str) -> Any:
+        """The call's message, once the guard lets it through (a refusal is answered,
+        counted and logged as the call's own status) and its bytes parsed."""
+        if self.guard is not None:
+            self.guard(method, context)
+        if received.message is None:
+            raise InvalidInput(received.reason)
+        return received.message
 
     def _trailer(self, context: grpc.ServicerContext, record: Any) -> None:
         context.set_trailing_metadata((self.worker, (REQUEST_ID_KEY, record.request_id)))
@@ -139,17 +164,15 @@ class _Calls:
         return GRPC_STATUS[error.code], error.message, error.http_status
 
     def unary(self, call: Callable[[Any], Any], name: str
-              ) -> Callable[[Any, grpc.ServicerContext], Any]:
+              ) -> Callable[[Received, grpc.ServicerContext], Any]:
         method = f"/{self.service}/{name}"
 
-        def handle(request: Any, context: grpc.ServicerContext) -> Any:
-            record = self._open(request, context, name)
+        def handle(received: Received, context: grpc.ServicerContext) -> Any:
+            record = self._open(received, context, name, method)
             status = 400
             answer = None
             try:
-                if isinstance(request, _Undecodable):
-                    raise InvalidInput(request.reason)
-                answer = call(request)
+                answer = call(self._checked(received, context, method))
                 status = self.answer_status(answer) if self.answer_status else 200
                 self._trailer(context, record)
                 return answer
@@ -162,24 +185,23 @@ class _Calls:
         return handle
 
     def streaming(self, call: Callable[[Any], Iterator[Any]], name: str
-                  ) -> Callable[[Any, grpc.ServicerContext], Iterator[Any]]:
+                  ) -> Callable[[Received, grpc.ServicerContext], Iterator[Any]]:
         method = f"/{self.service}/{name}"
 
-        def handle(request: Any, context: grpc.ServicerContext) -> Iterator[Any]:
-            record = self._open(request, context, name)
+        def handle(received: Received, context: grpc.ServicerContext) -> Iterator[Any]:
+            record = self._open(received, context, name, method)
             status = 400
             try:
-                if isinstance(request, _Undecodable):
-                    raise InvalidInput(request.reason)
+                message = self._checked(received, context, method)
                 status = 200
-                for answer in call(request):
+                for answer in call(message):
                     if self.answer_status is not None:
                         status = max(status, self.answer_status(answer))
                     yield answer
                 self._trailer(context, record)
             except Exception as exc:
-                code, message, status = self._failed(context, record, exc, method)
-                context.abort(code, message)
+                code, text, status = self._failed(context, record, exc, method)
+                context.abort(code, text)
             finally:
                 self.scopes.close(record, status, None)
 
@@ -187,13 +209,15 @@ class _Calls:
 
 
 def service_handler(service: str, servicer: object, scopes: Scopes,
-                    protocol: Protocol, port: int | None = None) -> grpc.GenericRpcHandler:
+                    protocol: Protocol, port: int | None = None,
+                    guard: Guard | None = None) -> grpc.GenericRpcHandler:
     """The handler of every rpc of *service* (its full name), bound to *servicer*, each
-    call in a scope of *scopes* for *protocol* (served on *port*, for traces). A servicer
-    whose answers report failures themselves says how to read their status with an
-    ``answer_status(answer)`` method."""
+    call in a scope of *scopes* for *protocol* (served on *port*, for traces) and let
+    through by *guard*. A servicer whose answers report failures themselves says how to
+    read their status with an ``answer_status(answer)`` method."""
     descriptor = POOL.FindServiceByName(service)
-    calls = _Calls(service, scopes, protocol, getattr(servicer, "answer_status", None), port)
+    calls = _Calls(service, scopes, protocol, getattr(servicer, "answer_status", None), port,
+                   guard)
     handlers: dict[str, grpc.RpcMethodHandler] = {}
     for method in descriptor.methods:
         call = getattr(servicer, method.name)

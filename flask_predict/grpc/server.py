@@ -22,7 +22,7 @@ from ..errors import ConfigError
 from ..protocols import descriptors
 from ..state import PredictState
 from . import messages
-from .auth import TokenInterceptor
+from .auth import CallGuard, TokenInterceptor
 from .handlers import service_handler
 
 logger = logging.getLogger("flask_predict.grpc")
@@ -68,19 +68,22 @@ class GrpcServer:
             raise ConfigError("PREDICT_GRPC_PORT is not set")
         self.address = f"{settings.grpc_host}:{settings.grpc_port}"
         self.grace = settings.grpc_grace_seconds
+        protocols = descriptors(settings.protocols)
+        guard = CallGuard(settings)
+        scoped = frozenset(name for protocol in protocols for name in protocol.services)
         self.server = grpc.server(
             ThreadPoolExecutor(settings.grpc_threads, thread_name_prefix="flask-predict-grpc"),
-            interceptors=[TokenInterceptor(settings)],
+            interceptors=[TokenInterceptor(guard, scoped)],
             options=[("grpc.so_reuseport", 1),
                      ("grpc.max_receive_message_length", settings.grpc_max_message_bytes),
                      ("grpc.max_send_message_length", -1)])
         scopes = state.scopes
         servicers: dict[str, Any] = {}
-        for protocol in descriptors(settings.protocols):
+        for protocol in protocols:
             for name, servicer_class in protocol.load_servicers().items():
                 servicers[name] = servicer = servicer_class(state)
                 self.server.add_generic_rpc_handlers((service_handler(
-                    name, servicer, scopes, protocol, settings.grpc_port or None),))
+                    name, servicer, scopes, protocol, settings.grpc_port or None, guard),))
         names = list(servicers)
         health_pb2_grpc.add_HealthServicer_to_server(Health(state, servicers), self.server)
         for module in (health_pb2, reflection_pb2):

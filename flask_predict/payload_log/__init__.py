@@ -9,9 +9,9 @@ each model's entry; :mod:`.kept` holds a sampled request's bodies and renders th
 
 from ..transport import NOT_KEPT, Body, Kept
 from .kept import KeptBytes, KeptStream, render_bytes
-from .log import LOGGED_VERBS, OUTCOMES, PayloadLog
+from .log import OUTCOMES, PayloadLog
 from .settings import DEFAULTS, PayloadSettings, Policy
 from .settings import read as read_settings
 
-__all__ = ["NOT_KEPT", "Body", "DEFAULTS", "Kept", "KeptBytes", "KeptStream", "LOGGED_VERBS", "OUTCOMES",
+__all__ = ["NOT_KEPT", "Body", "DEFAULTS", "Kept", "KeptBytes", "KeptStream", "OUTCOMES",
            "PayloadLog", "PayloadSettings", "Policy", "read_settings", "render_bytes"]

@@ -22,19 +22,17 @@ import time
 import weakref
 from typing import TYPE_CHECKING, Any
 
+from ..record import INFERENCE_VERBS, RequestRecord
 from .entry import Entry
 from .settings import PayloadSettings
 from .sinks import open_sink
 
 if TYPE_CHECKING:
     from ..metrics import Metrics
-    from ..record import RequestRecord
     from ..transport import Transport
 
 logger = logging.getLogger(__name__)
 
-LOGGED_VERBS = frozenset({"predict", "classify", "regress", "explain"})
-"""The verbs whose requests are logged: those that run a model (not probes or metadata)."""
 UNLOGGED_STATUS = frozenset({401, 403})
 """Requests refused for their credentials are not logged: a client without a token cannot
 fill the log."""
@@ -66,7 +64,7 @@ class PayloadLog:
 
     def sample(self, record: RequestRecord, carrier: Any, transport: Transport) -> None:
         """A request opens: keep its body when it is sampled."""
-        if record.verb in LOGGED_VERBS and self.random() < self.top:
+        if record.verb in INFERENCE_VERBS and self.random() < self.top:
             record.kept = (transport, transport.keep_request(carrier, self.limit))
 
     def keep(self, record: RequestRecord, status: int, response: Any, ended: float) -> None:

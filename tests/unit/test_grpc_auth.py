@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import json
+import logging
 from typing import Any, Iterator
 
 import grpc
@@ -68,3 +70,52 @@ def test_state_changing_rpcs_follow_the_admin_rule(model_config: dict[str, Any])
     ("ipv4:10.0.0.2:5000", False), ("ipv6:[2001:db8::1]:80", False), ("garbage", False)])
 def test_loopback_peers(peer: str, loopback: bool) -> None:
     assert is_loopback_peer(peer) is loopback
+
+
+def test_a_refused_call_is_counted_and_logged_as_a_refused_rest_request(
+        model_config: dict[str, Any], caplog: pytest.LogCaptureFixture) -> None:
+    """The guard refuses inside the call's request scope: the refusal has its access line
+    and its count in the metrics, with the status a REST refusal has (401, 403)."""
+    for app, port in serving(model_config, auth_tokens=["s3cret-token-0123456789"],
+                             admin_loopback=False, access_log="json"):
+        with caplog.at_level(logging.INFO, logger="flask_predict.access"):
+            with grpc.insecure_channel(f"127.0.0.1:{port}") as channel:
+                metadata = channel.unary_unary("/inference.GRPCInferenceService/ModelMetadata",
+                                           request_serializer=lambda raw: raw,
+                                           response_deserializer=lambda raw: raw)
+                with pytest.raises(grpc.RpcError) as refused:
+                    metadata(b"", timeout=10)
+            assert refused.value.code() == grpc.StatusCode.UNAUTHENTICATED
+            with pytest.raises(grpc.RpcError) as denied:
+                offline(port, (("x-api-key", "s3cret-token-0123456789"),))
+            assert denied.value.code() == grpc.StatusCode.PERMISSION_DENIED
+            assert app.test_client().post("/v2/models/iris/infer", json={}).status_code == 401
+        lines = [json.loads(r.getMessage()) for r in caplog.records
+                 if r.name == "flask_predict.access"]
+        assert [(line["protocol"], line["path"], line["verb"], line["status"])
+                for line in lines] == [
+            ("kserve_v2_grpc", "/inference.GRPCInferenceService/ModelMetadata", "metadata", 401),
+            ("grps_grpc", "/grps.protos.v1.GrpsService/Offline", "admin", 403),
+            ("kserve_v2", "/v2/models/iris/infer", "predict", 401)]
+        series = app.extensions["predict"].metrics.exposition()[0].decode()
+        for protocol, verb, code in (("kserve_v2_grpc", "metadata", 401),
+                                     ("grps_grpc", "admin", 403), ("kserve_v2", "predict", 401)):
+            assert (f'flask_predict_requests_total{{code="{code}",model="",protocol='
+                    f'"{protocol}",verb="{verb}",version=""}} 1.0') in series
+
+
+def test_server_reflection_needs_the_token_too(guarded: int) -> None:
+    """A service outside the protocols (reflection) is checked by the interceptor."""
+    reflection = pytest.importorskip("grpc_reflection.v1alpha.reflection_pb2")
+    stubs = pytest.importorskip("grpc_reflection.v1alpha.reflection_pb2_grpc")
+    asked = reflection.ServerReflectionRequest(list_services="")
+    with grpc.insecure_channel(f"127.0.0.1:{guarded}") as channel:
+        stub = stubs.ServerReflectionStub(channel)
+        with pytest.raises(grpc.RpcError) as refused:
+            list(stub.ServerReflectionInfo(iter([asked]), timeout=10))
+        assert refused.value.code() == grpc.StatusCode.UNAUTHENTICATED
+        answers = list(stub.ServerReflectionInfo(
+            iter([asked]), timeout=10,
+            metadata=(("authorization", "Bearer s3cret-token-0123456789"),)))
+    names = {s.name for s in answers[0].list_services_response.service}
+    assert "inference.GRPCInferenceService" in names

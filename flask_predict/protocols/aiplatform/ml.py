@@ -42,12 +42,10 @@ def holding_version(state: PredictState, project: str, model: str,
         raise not_found(f'The project resource: "{project}" was not found.', "name")
     service = state.service
     try:
-        service.model(model)
+        return service.acquire(model, version_name=version)  # the one look-up
     except ModelNotFound:
-        raise not_found(f'The model resource: "{model}" was not found.', "name")
-    try:
-        return service.acquire(model, version_name=version)
-    except ModelNotFound:
+        if model not in service.names():  # which name was wrong, asked only on the miss
+            raise not_found(f'The model resource: "{model}" was not found.', "name")
         raise not_found(f'The version resource: "{version}" of model "{model}" was not found.',
                         "name")
     except ModelNotReady as exc:
@@ -58,8 +56,9 @@ def holding_version(state: PredictState, project: str, model: str,
 @bp.post("/v1/projects/<project>/models/<model>/versions/<version>:predict")
 def predict(project: str, model: str, version: str | None = None) -> ResponseReturnValue:
     state = request_state()
+    body = read_body(state)  # read before the version is held
     with holding_version(state, project, model, version) as loaded:
-        answer = run_answer(state, read_body(state), loaded, require_object)
+        answer = run_answer(state, body, loaded, require_object)
     return json_text(print_answer(loaded.name, answer))
 
 

@@ -58,8 +58,9 @@ def holding_endpoint(state: PredictState, project: str, location: str,
 @enveloped
 def endpoint_predict(project: str, location: str, endpoint: str) -> ResponseReturnValue:
     state = request_state()
+    body = read_body(state)  # read before the version is held
     with holding_endpoint(state, project, location, endpoint) as loaded:
-        answer = run_endpoint(state, read_body(state), loaded)
+        answer = run_endpoint(state, body, loaded)
     answer.update(deployedModelId=loaded.name,
                   model=f"projects/{project}/locations/{location}/models/{loaded.name}",
                   modelDisplayName=loaded.name, modelVersionId=str(loaded.version))
@@ -80,8 +81,9 @@ def endpoint_explain(project: str, location: str, endpoint: str) -> ResponseRetu
 def endpoint_raw_predict(project: str, location: str, endpoint: str) -> ResponseReturnValue:
     """The body goes to the model as a custom container's predict route takes it."""
     state = request_state()
+    body = read_body(state)
     with holding_endpoint(state, project, location, endpoint) as loaded:
-        answer = run_answer(state, read_body(state), loaded)
+        answer = run_answer(state, body, loaded)
     return json_text(print_answer(loaded.name, answer))
 
 
@@ -112,8 +114,9 @@ def vertex_predict() -> ResponseReturnValue:
     """``{"instances": [...], "parameters": {...}}`` -> ``{"predictions": [...]}`` (a
     Vertex AI routine: any body -> its answer)."""
     state = request_state()
+    body = read_body(state)
     with state.service.use(vertex_model(state)) as loaded:
-        answer = run_answer(state, read_body(state), loaded)
+        answer = run_answer(state, body, loaded)
     return json_text(print_answer(loaded.name, answer))
 
 

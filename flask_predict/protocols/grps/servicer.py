@@ -2,25 +2,22 @@
 
 https://github.com/NetEase-Media/grps/blob/master/docs/2_Interface.md
 
-grps defines its HTTP JSON as protobuf's JSON form of ``GrpsMessage``, so a gRPC message is
-decoded by turning it into that JSON and handing it to the ``/grps/v1`` decoder, and an
-answer is the ``/grps/v1`` answer parsed back: both transports answer the same messages,
-errors included (a ``FAILURE`` status in the message, gRPC status ``OK``, as grps does). The
-online/offline switch is the one the HTTP routes and every worker share.
+grps defines its HTTP JSON as protobuf's JSON form of ``GrpsMessage``, so both transports
+answer the same messages, errors included (a ``FAILURE`` status in the message, gRPC status
+``OK``, as grps does): :mod:`.grpc_messages` reads a message's tensors and builds the
+answers with the ``/grps/v1`` codec's checks and values. The online/offline switch is the
+one the HTTP routes and every worker share.
 """
 
 from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any, Iterator
 
-from google.protobuf import json_format
-
-from ... import codecs
-from ...errors import InvalidInput
 from ...grpc.handlers import as_error
 from ...grpc.messages import grps
 from ...served import LoadedVersion
 from . import dispatch, wire
+from .grpc_messages import answer, failure, to_request
 
 if TYPE_CHECKING:  # Flask's side of the app state; only its type is needed here
     from ...state import PredictState
@@ -28,34 +25,9 @@ if TYPE_CHECKING:  # Flask's side of the app state; only its type is needed here
 SERVICE = "grps.protos.v1.GrpsService"
 
 
-def to_request(message: Any) -> wire.GrpsRequest:
-    """A ``GrpsMessage`` as the ``/grps/v1`` decoder reads it (``bin_data`` as bytes)."""
-    kind = message.WhichOneof("data_oneof")
-    if kind == "bin_data" and message.bin_data:
-        return wire.GrpsRequest(message.model, "bin_data", message.bin_data)
-    if kind == "ndarray":
-        raise InvalidInput("ndarray is for HTTP JSON requests only: send gtensors")
-    body = json_format.MessageToDict(message, preserving_proto_field_name=True)
-    body.pop("status", None)
-    body.pop("bin_data", None)  # empty: "No legal field", as over HTTP
-    return wire.decode_message(body)
-
-
-def to_message(body: dict[str, Any]) -> Any:
-    """A ``/grps/v1`` JSON answer as a ``GrpsMessage`` (printed and parsed as JSON, so
-    values are exactly what HTTP clients read)."""
-    return json_format.ParseDict(codecs.loads(codecs.dumps(body)), grps.GrpsMessage())
-
-
-def _answer(kind: str, value: Any) -> Any:
-    if kind == "bin_data":
-        return grps.GrpsMessage(status=wire.OK_STATUS, bin_data=value)
-    return to_message(dispatch.answer(kind, value))
-
-
 def _failure(exc: Exception, method: str) -> Any:
     error = as_error(exc, f"/{SERVICE}/{method}")
-    return to_message(wire.error_body(error.http_status, error.message))
+    return failure(error.http_status, error.message)
 
 
 class GrpsServicer:
@@ -86,18 +58,17 @@ class GrpsServicer:
         reason = dispatch.unready_reason(self.state)
         if reason is None:
             return self._ok()
-        return to_message(wire.error_body(503, reason))
+        return failure(503, reason)
 
     def ServerMetadata(self, request: Any) -> Any:
         try:
-            return to_message(wire.message("str_data", dispatch.server_metadata(self.state)))
+            return answer("str_data", dispatch.server_metadata(self.state))
         except Exception as exc:
             return _failure(exc, "ServerMetadata")
 
     def ModelMetadata(self, request: Any) -> Any:
         try:
-            text = dispatch.model_metadata(self.state, request.str_data)
-            return to_message(wire.message("str_data", text))
+            return answer("str_data", dispatch.model_metadata(self.state, request.str_data))
         except Exception as exc:
             return _failure(exc, "ModelMetadata")
 
@@ -118,7 +89,7 @@ class GrpsServicer:
         try:
             message, loaded = self._held(request)
             try:
-                return _answer(*dispatch.predict(self.state, loaded, message))
+                return answer(*dispatch.predict(self.state, loaded, message))
             finally:
                 loaded.release()
         except Exception as exc:
@@ -131,7 +102,7 @@ class GrpsServicer:
             message, loaded = self._held(request)
             try:
                 for kind, value in dispatch.predict_stream(self.state, loaded, message):
-                    yield _answer(kind, value)
+                    yield answer(kind, value)
             finally:
                 loaded.release()
         except Exception as exc:

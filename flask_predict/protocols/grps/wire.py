@@ -122,7 +122,11 @@ def decode_gtensors(value: Any) -> list[tuple[str, Tensor]]:
     tensors = value.get("tensors") if isinstance(value, dict) else None
     if not isinstance(tensors, list) or not tensors:
         raise InvalidInput("'gtensors' must be {\"tensors\": [...]} with at least one tensor")
-    decoded = [decode_tensor(tensor, index) for index, tensor in enumerate(tensors)]
+    return check_names([decode_tensor(tensor, index) for index, tensor in enumerate(tensors)])
+
+
+def check_names(decoded: list[tuple[str, Tensor]]) -> list[tuple[str, Tensor]]:
+    """*decoded* tensors, whose names must be all set (and unique) or all empty."""
     named = [bool(name) for name, _ in decoded]
     if any(named) and not all(named):
         raise InvalidInput("tensor names must be all set or all empty")
@@ -139,7 +143,7 @@ def decode_tensor(tensor: Any, index: int) -> tuple[str, Tensor]:
     if not isinstance(name, str):
         raise InvalidInput(f"tensor {index}: 'name' must be a string")
     label = repr(name) if name else str(index)
-    dtype = _dtype_name(tensor.get("dtype"), label)
+    dtype = dtype_name(tensor.get("dtype"), label)
     _, datatype, field = DTYPES[dtype]
     shape = tensor.get("shape", [])
     if not isinstance(shape, list) or not all(
@@ -151,12 +155,7 @@ def decode_tensor(tensor: Any, index: int) -> tuple[str, Tensor]:
     flat = [] if flat is None else flat
     if not isinstance(flat, list):
         raise InvalidInput(f"tensor {label}: '{field}' must be a list")
-    size = math.prod(shape)
-    if not flat and size:
-        raise InvalidInput(f"tensor {label}: {dtype} data is empty: '{field}' holds no values")
-    if len(flat) != size:
-        raise InvalidInput(f"tensor {label}: shape {codecs.preview(shape)} needs {size} values, "
-                           f"got {len(flat)} in '{field}'")
+    check_count(len(flat), shape, dtype, label)
     where = name or f"tensor {index}"
     if datatype == "BYTES":
         if not all(isinstance(v, str) for v in flat):
@@ -171,7 +170,19 @@ def decode_tensor(tensor: Any, index: int) -> tuple[str, Tensor]:
     return name, array.reshape(shape)
 
 
-def _dtype_name(value: Any, label: str) -> str:
+def check_count(count: int, shape: list[int], dtype: str, label: str) -> None:
+    """*count* values fill *shape* exactly."""
+    size = math.prod(shape)
+    field = DTYPES[dtype][2]
+    if not count and size:
+        raise InvalidInput(f"tensor {label}: {dtype} data is empty: '{field}' holds no values")
+    if count != size:
+        raise InvalidInput(f"tensor {label}: shape {codecs.preview(shape)} needs {size} values, "
+                           f"got {count} in '{field}'")
+
+
+def dtype_name(value: Any, label: str) -> str:
+    """A tensor's ``dtype`` (a name, or its number) as its name."""
     if isinstance(value, int) and not isinstance(value, bool) and value in DTYPE_NAMES:
         return DTYPE_NAMES[value]
     if isinstance(value, str) and value in DTYPES:
@@ -243,11 +254,8 @@ def ordered_outputs(outputs: Mapping[str, Tensor] | Sequence[tuple[str, Tensor]]
 
 def encode_tensor(name: str, array: Tensor) -> dict[str, Any]:
     """One ``GenericTensor``, default fields left out."""
-    dtype = V2_TO_DTYPE.get(codecs.datatype_of(array)) if array.dtype.kind != "O" or all(
-        isinstance(v, (bytes, str)) for v in array.flat) else None
-    if dtype is None:
-        raise PredictorFailed(f"output {name!r}: dtype {array.dtype} has no grps DataType")
-    _, datatype, field = DTYPES[dtype]
+    dtype = tensor_dtype(name, array)
+    field = DTYPES[dtype][2]
     tensor: dict[str, Any] = {}
     if name:
         tensor["name"] = name
@@ -255,27 +263,47 @@ def encode_tensor(name: str, array: Tensor) -> dict[str, Any]:
     if array.ndim:
         tensor["shape"] = list(array.shape)
     if array.size:
-        tensor[field] = _flat_values(array.reshape(-1), datatype, name)
+        tensor[field] = _json_values(flat_values(array, dtype, name), dtype)
     return tensor
 
 
-def _flat_values(flat: Tensor, datatype: str, name: str) -> Any:
+def tensor_dtype(name: str, array: Tensor) -> str:
+    """The grps dtype that carries output *array* (the server's failure if none does)."""
+    dtype = V2_TO_DTYPE.get(codecs.datatype_of(array)) if array.dtype.kind != "O" or all(
+        isinstance(v, (bytes, str)) for v in array.flat) else None
+    if dtype is None:
+        raise PredictorFailed(f"output {name!r}: dtype {array.dtype} has no grps DataType")
+    return dtype
+
+
+def flat_values(array: Tensor, dtype: str, name: str) -> Tensor | list[str]:
+    """Output *array*'s values as its grps *dtype* holds them: flat, text for strings,
+    float32 for the narrower floats, 0 and 1 for booleans."""
+    flat = array.reshape(-1)
+    datatype = DTYPES[dtype][1]
     if datatype == "BYTES":
         return [text_value(v) for v in flat.tolist()]
     if datatype == "INT64":
         if flat.dtype == np.uint64 and flat.size and int(flat.max()) > codecs.INT64_MAX:
             raise PredictorFailed(f"output {name!r}: value out of range for DT_INT64")
-        return [str(v) for v in flat.tolist()]
+        return flat
     if datatype.startswith("FP"):
-        if datatype != "FP64":
-            flat = flat.astype(np.float32, copy=False)
+        return flat if datatype == "FP64" else flat.astype(np.float32, copy=False)
+    return flat.astype(np.uint8) if flat.dtype.kind == "b" else flat
+
+
+def _json_values(flat: Tensor | list[str], dtype: str) -> Any:
+    """Flat values in protobuf's JSON: int64 as strings, non-finite floats as names."""
+    if isinstance(flat, list):
+        return flat
+    if dtype == "DT_INT64":
+        return [str(v) for v in flat.tolist()]
+    if flat.dtype.kind == "f":
         if not np.isfinite(flat).all():  # protobuf JSON spells them as strings
             # str() of a float32 is its shortest text: 0.1, not 0.10000000149011612
             return [float(str(v)) if np.isfinite(v) else non_finite_text(float(v))
                     for v in flat]
         return np.ascontiguousarray(flat)
-    if flat.dtype.kind == "b":
-        flat = flat.astype(np.uint8)
     return flat.tolist()
 
 

@@ -95,10 +95,7 @@ def decode_inputs(raw_inputs: list[Any], binary: bytes, limits: Limits | None = 
         datatype = raw.get("datatype")
         if not isinstance(datatype, str):
             raise InvalidInput(f"input {name!r}: missing 'datatype'")
-        if datatype not in codecs.V2_TO_NUMPY:
-            raise InvalidInput(f"input {name!r}: unknown datatype {datatype!r}; expected "
-                               "BOOL, UINT8..UINT64, INT8..INT64, FP16, FP32, FP64, BF16 or "
-                               "BYTES")
+        check_datatype(datatype, name)
         shape = read_shape(raw.get("shape"), name)
         if limits is not None:
             check_shape(limits, shape, name)
@@ -126,6 +123,14 @@ def decode_inputs(raw_inputs: list[Any], binary: bytes, limits: Limits | None = 
     return inputs
 
 
+def check_datatype(datatype: str, name: str) -> None:
+    """An input's ``datatype`` is one of the spec's (400 naming them otherwise)."""
+    if datatype not in codecs.V2_TO_NUMPY:
+        raise InvalidInput(f"input {name!r}: unknown datatype {datatype!r}; expected "
+                           "BOOL, UINT8..UINT64, INT8..INT64, FP16, FP32, FP64, BF16 or "
+                           "BYTES")
+
+
 def json_to_array(data: Any, datatype: str, shape: tuple[int, ...], name: str,
                   missing: bool = False) -> Tensor:
     """JSON ``data``, nested or flat, as an array of *shape* (row-major). A flat list is
@@ -133,14 +138,15 @@ def json_to_array(data: Any, datatype: str, shape: tuple[int, ...], name: str,
     counted = None
     if isinstance(data, list) and data and not isinstance(data[0], list):
         counted = len(data)
-        _check_count(counted, shape, name)
+        check_count(counted, shape, name)
     array = codecs.to_array(data, datatype, name, missing)
     if array.size != counted:  # nested data, or a flat list that did not stay flat
-        _check_count(array.size, shape, name)
+        check_count(array.size, shape, name)
     return array.reshape(shape)
 
 
-def _check_count(count: int, shape: tuple[int, ...], name: str) -> None:
+def check_count(count: int, shape: tuple[int, ...], name: str) -> None:
+    """*count* values fill *shape* exactly (400 saying how many it needs otherwise)."""
     needed = math.prod(shape)
     if count != needed:
         raise InvalidInput(f"input {name!r}: shape {list(shape)} needs {needed} values, "

@@ -2,9 +2,9 @@
 
 https://github.com/kserve/kserve/blob/master/docs/predict-api/v2/required_api.md
 
-The request is checked and decoded by the same code as ``POST /v2/models/<m>/infer``
-(:mod:`flask_predict.protocols.kserve_v2.wire`): typed contents are its JSON ``data``,
-``raw_input_contents`` its binary tensor data. Answers carry typed contents, or
+The request is decoded straight from its message (:mod:`.grpc_tensors`: raw contents by
+``np.frombuffer``, typed contents from their fields) with the checks and messages of
+``POST /v2/models/<m>/infer``. Answers carry typed contents, or
 ``raw_output_contents`` when the request sent raw contents (as tritonclient always does) or
 an output has no typed field (FP16, BF16). Errors are ``google.rpc`` status codes as Triton
 and KServe map them: ``INVALID_ARGUMENT``, ``NOT_FOUND``, ``UNAVAILABLE``, ``INTERNAL``.
@@ -63,12 +63,9 @@ class InferenceServicer:
 
     def ModelInfer(self, request: Any) -> Any:
         with self.service.use(request.model_name, request.model_version or None) as loaded:
-            inputs, binary = grpc_tensors.v2_request_inputs(request)
-            header = {"inputs": inputs, "outputs": grpc_tensors.v2_requested_outputs(request),
-                      "parameters": grpc_tensors.parameters(request.parameters)}
-            decoded = wire.decode_infer(header, binary, request.model_name,
-                                        str(loaded.version), loaded.metadata.signature,
-                                        self.state.settings.limits)
+            decoded = grpc_tensors.decode_request(request, str(loaded.version),
+                                                  loaded.metadata.signature,
+                                                  self.state.settings.limits)
             if (record := current_request.get()) is not None:
                 record.adopt_id(request.id or None)  # the message's id names it in the log
             result = self.service.predict(loaded, decoded.request)

@@ -16,7 +16,6 @@ from flask import Blueprint, Response, request
 from flask.typing import ResponseReturnValue
 
 from ... import codecs
-from ...auth import admin_only
 from ...errors import InvalidInput, ModelNotFound
 from ...record import current_request
 from ...state import PredictState
@@ -114,7 +113,6 @@ def repository_index() -> ResponseReturnValue:
 
 @bp.post("/v2/repository/models/<model>/load", defaults={"action": "load"})
 @bp.post("/v2/repository/models/<model>/unload", defaults={"action": "unload"})
-@admin_only
 def repository_control(model: str, action: str) -> ResponseReturnValue:
     state = request_state()
     repository_ext.check_parameters(_parameters(state))

@@ -9,7 +9,7 @@ numbers as TF Serving does (``codecs.dumps_tfserving``).
 
 from __future__ import annotations
 
-from typing import Any, Callable
+from typing import Any, Callable, Sequence, TypeVar
 
 from flask import Blueprint, Response, request
 from flask.blueprints import BlueprintSetupState
@@ -18,8 +18,9 @@ from flask.typing import ResponseReturnValue
 from ... import codecs, limits
 from ...errors import InvalidInput
 from ...served import LoadedVersion
+from ...service import ModelService
 from ...state import PredictState
-from ...types import InferenceRequest
+from ...types import Example, InferenceRequest
 from .._body import number_matrix, parse_json
 from .._http import (JSON_MIMETYPE, error_handler, json_error, read_body, read_json, request_state)
 from . import lookup, routing, settings, wire
@@ -135,22 +136,29 @@ def predict_instances(state: PredictState, loaded: LoadedVersion, body: dict[str
 
 def classify(model: str, version: str | None = None,
              label: str | None = None) -> ResponseReturnValue:
-    state = request_state()
-    body = wire.check_body(read_json(state))
-    examples = wire.decode_examples(body)
-    with serving(state, model, version, label) as loaded:
-        result = state.service.classify(loaded, examples, wire.signature_name(body))
-    return tf_response(state, wire.encode_classify(result, len(examples)))
+    return _on_examples(model, version, label, ModelService.classify, wire.encode_classify)
 
 
 def regress(model: str, version: str | None = None,
             label: str | None = None) -> ResponseReturnValue:
+    return _on_examples(model, version, label, ModelService.regress, wire.encode_regress)
+
+
+Result = TypeVar("Result")
+
+
+def _on_examples(model: str, version: str | None, label: str | None,
+                 verb: Callable[[ModelService, LoadedVersion, Sequence[Example], str | None],
+                                Result],
+                 encode: Callable[[Result, int], dict[str, Any]]) -> ResponseReturnValue:
+    """``:classify`` and ``:regress``: the examples decoded before the version is held, the
+    service's *verb* run on them, its result encoded."""
     state = request_state()
     body = wire.check_body(read_json(state))
     examples = wire.decode_examples(body)
     with serving(state, model, version, label) as loaded:
-        values = state.service.regress(loaded, examples, wire.signature_name(body))
-    return tf_response(state, wire.encode_regress(values, len(examples)))
+        result = verb(state.service, loaded, examples, wire.signature_name(body))
+    return tf_response(state, encode(result, len(examples)))
 
 
 def explain(model: str, version: str | None = None,

@@ -7,6 +7,7 @@ can hold a worker busy for as long as it wants.
 """
 
 import json
+import logging
 import os
 import time
 
@@ -29,7 +30,8 @@ class Countdown:
 
     def predict(self, instances, **kwargs):
         """``str_data`` is JSON: ``count`` messages, ``binary`` ones as bytes, waiting for
-        the file ``wait_for`` after the first, failing at step ``fail_at``."""
+        the file ``wait_for`` after the first, failing at step ``fail_at``, each step
+        logged when ``log`` is true."""
         (order,) = instances
         order = json.loads(order)
         return self._steps(order)
@@ -42,6 +44,8 @@ class Countdown:
                 deadline = time.monotonic() + 30
                 while not os.path.exists(order["wait_for"]) and time.monotonic() < deadline:
                     time.sleep(0.02)
+            if order.get("log"):
+                logging.getLogger("tests.countdown").info("chunk-%d", step)
             if order.get("binary"):
                 yield b"\x00chunk-%d" % step
             else:

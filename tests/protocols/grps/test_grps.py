@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import logging
 import time
 from pathlib import Path
 from typing import Any
@@ -14,6 +15,7 @@ from flask.testing import FlaskClient
 
 from flask_predict import codecs
 from flask_predict.errors import ConfigError, InvalidInput
+from flask_predict.logs import JsonFormatter
 from flask_predict.protocols.grps import gmap, wire, yaml_text
 from flask_predict.types import Signature, TensorSpec
 from tests.conftest import AppFactory
@@ -241,6 +243,42 @@ def test_streaming_sends_one_chunk_per_message(grps: FlaskClient) -> None:
     assert [json.loads(c) for c in chunks] == [
         {"status": OK, "str_data": f"chunk-{i}"} for i in (1, 2, 3)]
     assert all(c.endswith(b"}\n") and c.count(b"\n") == 1 for c in chunks)
+
+
+def test_a_stream_runs_in_its_request_scope_to_the_last_chunk(
+        make_app: AppFactory, grps_models: dict[str, Any], tmp_path: Path,
+        caplog: pytest.LogCaptureFixture) -> None:
+    """What the predictor logs while it streams carries the request's id, and the request's
+    access line and metrics are written after its last chunk, with the whole stream's size."""
+    app = make_app(grps_models, access_log="json", state_dir=str(tmp_path / "state"))
+    lines: list[dict[str, Any]] = []
+    handler = logging.Handler()
+    handler.emit = lambda record: lines.append(  # type: ignore[method-assign]
+        json.loads(JsonFormatter().format(record)))
+    countdown = logging.getLogger("tests.countdown")
+    countdown.addHandler(handler)
+    try:
+        with caplog.at_level(logging.INFO):
+            got = app.test_client().post(
+                PREDICT + "?streaming=true", headers={"X-Request-ID": "stream-1"},
+                json={"model": "countdown", "str_data": json.dumps({"count": 3, "log": True})})
+            assert not [r for r in caplog.records if r.name == "flask_predict.access"]
+            chunks = list(got.response)  # type: ignore[arg-type]
+            got.close()
+    finally:
+        countdown.removeHandler(handler)
+    assert [(line["message"], line.get("request_id")) for line in lines] == [
+        (f"chunk-{i}", "stream-1") for i in (1, 2, 3)]
+    names = [r.name for r in caplog.records if r.name in ("tests.countdown",
+                                                          "flask_predict.access")]
+    assert names == ["tests.countdown"] * 3 + ["flask_predict.access"]
+    access = json.loads([r for r in caplog.records if r.name == "flask_predict.access"][0]
+                        .getMessage())
+    assert (access["request_id"], access["status"], access["response_bytes"]) == (
+        "stream-1", 200, sum(len(c) for c in chunks))
+    series = app.extensions["predict"].metrics.exposition()[0].decode()
+    assert ('flask_predict_requests_total{code="200",model="countdown",protocol="grps",'
+            'verb="predict",version="1"} 1.0') in series
 
 
 def test_streaming_binary_messages_are_raw_bytes(grps: FlaskClient) -> None:
