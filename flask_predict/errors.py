@@ -106,9 +106,11 @@ class ModelNotFound(PredictError):
 
 
 class ModelNotReady(PredictError):
-    """The model exists but no version is loaded yet (HTTP 503)."""
+    """The model exists but no version is loaded yet (HTTP 503). A state, not a fault:
+    logged as one line, never with a traceback."""
 
     code = Code.UNAVAILABLE
+    log_traceback = False
 
 
 class Unimplemented(PredictError):

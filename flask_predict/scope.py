@@ -27,12 +27,23 @@ from time import perf_counter
 from typing import TYPE_CHECKING, Any
 
 from .access_log import AccessLog
+from .errors import Code, PredictError
 from .record import RequestRecord, current_request, usable_id
 from .transport import Transport
 
 PROBE = "health"
 """The verb of liveness and readiness probes (each protocol's descriptor names its routes'
 verbs): no access line unless ``PREDICT_ACCESS_LOG_PROBES`` asks."""
+
+
+
+def probe_answer(error: PredictError) -> bool:
+    """Whether *error* is the whole answer of the health probe this thread answers ("no model
+    is configured", "still loading"): nothing to log beyond the probe's access line. A
+    probe's own failure is logged as any other."""
+    record = current_request.get()
+    return record is not None and record.verb == PROBE and error.code is not Code.INTERNAL
+
 
 if TYPE_CHECKING:
     from .config import Settings

@@ -136,3 +136,7 @@ def test_no_model_configured_is_not_ready_on_any_protocol(tmp_path: Path) -> Non
         log = server.log_text()
     assert f"flask_predict: {message}" in log  # the master says it at start too
 
+    # a probe's answer is its only trace: no ERROR line, no traceback, per probe
+    said = [line for line in log.splitlines() if message in line]
+    assert said == [line for line in said if f"flask_predict: {message}" in line], log
+    assert "Traceback" not in log and "[ERROR]" not in log, log
