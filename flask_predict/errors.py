@@ -6,8 +6,9 @@ error handler turns the code into its own status and body through :data:`HTTP_ST
 
 from __future__ import annotations
 
+import difflib
 import enum
-from typing import ClassVar
+from typing import Any, ClassVar
 
 
 class Code(enum.Enum):
@@ -61,6 +62,18 @@ class PredictError(Exception):
     def detail(self) -> str:
         """More for the log line than the client is told (never sent); may be empty."""
         return ""
+
+
+def did_you_mean(word: str, choices: Any) -> str:
+    """``; did you mean 'x'?`` for the closest of *choices*, or an empty string."""
+    close = closest(word, choices)
+    return f"; did you mean {close!r}?" if close else ""
+
+
+def closest(word: str, choices: Any) -> str | None:
+    """The one of *choices* that *word* most resembles (``difflib``), if any does."""
+    close = difflib.get_close_matches(word, sorted(choices), n=1, cutoff=0.6)
+    return close[0] if close else None
 
 
 class InvalidInput(PredictError):
