@@ -76,6 +76,14 @@ def closest(word: str, choices: Any) -> str | None:
     return close[0] if close else None
 
 
+def one_line(message: str, limit: int = 300) -> str:
+    """A framework's message (often several lines of advice) as one line of an error: its
+    first line that says something, cut at *limit* characters."""
+    lines = [line.strip() for line in message.splitlines() if line.strip()]
+    first = lines[0] if lines else ""
+    return first if len(first) <= limit else first[:limit] + "..."
+
+
 class InvalidInput(PredictError):
     """The request is malformed or does not fit the model (HTTP 400)."""
 

@@ -29,7 +29,8 @@ import xgboost as xgb
 from flask_predict import (FailedPrecondition, InvalidInput, ModelMetadata, Predictor,
                            Signature, TensorSpec)
 from flask_predict.codecs import NUMPY_TO_V2, check_shape
-from flask_predict.tabular import read_columns, tabular_signature
+from flask_predict.tabular import (read_columns, refused_feature, refused_number,
+                                   tabular_signature)
 from flask_predict.types import DEFAULT_SIGNATURE, Tensor
 
 from .columns import feature_properties, layout, to_matrix
@@ -117,8 +118,12 @@ class XGBoostPredictor(Predictor):
                         outputs: Sequence[str] | None = None,
                         signature: str | None = None) -> dict[str, Tensor]:
         if self.layout is not None:
-            return self._predict(to_matrix(read_columns(inputs, self.layout), self.layout),
-                                 outputs)
+            matrix = to_matrix(read_columns(inputs, self.layout), self.layout)
+            refused = refused_number({column.name: matrix[:, index] for index, column
+                                      in enumerate(self.layout)}, missing=False, infinite=True)
+            if refused is not None:
+                raise refused
+            return self._predict(matrix, outputs)
         if len(inputs) != 1:
             raise InvalidInput(f"the model takes one input (a batch of feature rows), got "
                                f"{len(inputs)}: {sorted(inputs)}")
@@ -130,9 +135,9 @@ class XGBoostPredictor(Predictor):
 
     def _predict(self, features: Tensor, outputs: Sequence[str] | None) -> dict[str, Tensor]:
         """Every output asked for (``None``: the defaults) from C-contiguous float32 rows."""
-        if np.isinf(features).any():
-            raise FailedPrecondition("Prediction failed: Input data contains `inf` or a value "
-                                     "too large for float32; NaN or null mark a missing value")
+        refused = refused_feature(features, missing=False, infinite=True)
+        if refused is not None:  # XGBoost's own refusal names no feature
+            raise refused
         wanted = outputs or self.default_outputs
         try:
             if self.one_pass is not None:
