@@ -167,5 +167,14 @@ class ConfigError(PredictError):
     """Bad settings or a model that cannot load. Raised at boot; never reaches a client."""
 
 
+class UnreadableModel(ConfigError):
+    """A model file that cannot be read: corrupt, cut short, empty, or not in the format its
+    name says. Every plugin says it with this one shape, ``unreadable model file: <why>``,
+    and it stops the server as any model that did not load."""
+
+    def __init__(self, why: str) -> None:
+        super().__init__(f"unreadable model file: {why}")
+
+
 class PredictorNotFound(ConfigError):
     """No installed plugin provides the predictor a model asks for."""

@@ -22,6 +22,7 @@ import numpy as np
 from flask_predict import (FailedPrecondition, InvalidInput, ModelMetadata, PredictError,
                            Predictor, Signature, TensorSpec)
 from flask_predict.codecs import NUMPY_TO_V2, check_shape
+from flask_predict.artifacts import UNPICKLING_ERRORS, unreadable_pickle
 from flask_predict.errors import one_line
 from flask_predict.tabular import (known_categories, read_columns, refused_feature,
                                    refused_number, tabular_signature)
@@ -148,10 +149,13 @@ def load_model(model_dir: str) -> Any:
     for name in MODEL_FILES:
         path = os.path.join(model_dir, name)
         if os.path.isfile(path):
-            if name.endswith(".joblib"):
-                return joblib.load(path)
-            with open(path, "rb") as file:
-                return pickle.load(file)
+            try:
+                if name.endswith(".joblib"):
+                    return joblib.load(path)
+                with open(path, "rb") as file:
+                    return pickle.load(file)
+            except UNPICKLING_ERRORS as exc:
+                raise unreadable_pickle(path, exc) from None
     raise FileNotFoundError(f"Could not find either model.joblib or model.pkl in {model_dir}")
 
 

@@ -20,6 +20,7 @@ from __future__ import annotations
 import json
 import os
 import pickle
+import re
 from typing import Any, Mapping, Sequence
 
 import joblib
@@ -29,6 +30,8 @@ import xgboost as xgb
 from flask_predict import (FailedPrecondition, InvalidInput, ModelMetadata, Predictor,
                            Signature, TensorSpec)
 from flask_predict.codecs import NUMPY_TO_V2, check_shape
+from flask_predict.artifacts import UNPICKLING_ERRORS, empty, unreadable_pickle
+from flask_predict.errors import UnreadableModel
 from flask_predict.tabular import (read_columns, refused_feature, refused_number,
                                    tabular_signature)
 from flask_predict.types import DEFAULT_SIGNATURE, Tensor
@@ -38,6 +41,8 @@ from .onepass import one_pass
 
 NATIVE_FILES = ("model.bst", "model.json", "model.ubj")
 PICKLE_FILES = ("model.joblib", "model.pkl")
+SOURCE_LINE = re.compile(r"^(?:\[\d\d:\d\d:\d\d\] )?\S+\.(?:cc|h):\d+: ")
+"""Where in XGBoost's own sources a message comes from (its build machine's path)."""
 
 
 class XGBoostPredictor(Predictor):
@@ -165,8 +170,12 @@ def load_model(model_dir: str) -> xgb.Booster | xgb.XGBModel:
             else:
                 with open(path, "rb") as file:
                     model = pickle.load(file)
-        except (KeyError, pickle.UnpicklingError, EOFError):  # a native model, pickle's name
-            return _native_booster(path)
+        except (KeyError, pickle.UnpicklingError, EOFError) as exc:
+            if empty(path) or not _native_format(path):
+                raise unreadable_pickle(path, exc) from None
+            return _native_booster(path)  # a native model under pickle's name
+        except UNPICKLING_ERRORS as exc:
+            raise unreadable_pickle(path, exc) from None
         if not isinstance(model, (xgb.Booster, xgb.XGBModel)):
             raise TypeError(f"{path} holds a {type(model).__module__}.{type(model).__name__}, "
                             "not an XGBoost model")
@@ -176,11 +185,28 @@ def load_model(model_dir: str) -> xgb.Booster | xgb.XGBModel:
 
 
 def _native_booster(path: str) -> xgb.Booster:
-    """Load a JSON or UBJSON model file whatever its name (XGBoost sniffs the content)."""
-    booster = xgb.Booster()
+    """Load a JSON or UBJSON model file whatever its name (XGBoost sniffs the content).
+
+    :raises UnreadableModel: the file is empty (XGBoost would abort the process) or XGBoost
+        cannot parse it.
+    """
     with open(path, "rb") as file:
-        booster.load_model(bytearray(file.read()))
+        data = bytearray(file.read())
+    if not data:
+        raise UnreadableModel("the file is empty")
+    booster = xgb.Booster()
+    try:
+        booster.load_model(data)
+    except xgb.core.XGBoostError as exc:
+        raise UnreadableModel(f"not an XGBoost model (JSON or UBJSON): "
+                              f"{SOURCE_LINE.sub('', _first_line(exc))}") from None
     return booster
+
+
+def _native_format(path: str) -> bool:
+    """Whether *path* starts as XGBoost's JSON or UBJSON does (``{``)."""
+    with open(path, "rb") as file:
+        return file.read(1) == b"{"
 
 
 def _saved_threads(booster: xgb.Booster) -> int:
