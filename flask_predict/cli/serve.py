@@ -21,6 +21,8 @@ import os
 import sys
 from typing import Mapping, NoReturn, Sequence
 
+from ..errors import closest
+
 GUNICORN_CONFIG = "python:flask_predict.gunicorn_config"
 APP = "flask_predict.wsgi:app"
 DEFAULT_REST_PORT = 8501
@@ -118,8 +120,10 @@ def add_arguments(parser: argparse.ArgumentParser, environ: Mapping[str, str]) -
                              "else INFO; now %(default)s)")
 
 
-def unknown_flags_message(unknown: Sequence[str], command: str = "serve") -> str:
-    """What to say about flags *command* does not know."""
+def unknown_flags_message(unknown: Sequence[str], command: str = "serve",
+                          known: Sequence[str] = ()) -> str:
+    """What to say about flags *command* does not know (with the closest of its *known*
+    flags, named without dashes, where one resembles a misspelt flag)."""
     lines = []
     for arg in unknown:
         name = arg.split("=", 1)[0].lstrip("-")
@@ -129,7 +133,8 @@ def unknown_flags_message(unknown: Sequence[str], command: str = "serve") -> str
             lines.append(f"--{name} is a tensorflow_model_server flag that flask-predict "
                          "does not support")
         else:
-            lines.append(f"unknown flag --{name}")
+            close = closest(name, known)
+            lines.append(f"unknown flag --{name}" + (f"; did you mean --{close}?" if close else ""))
     return "; ".join(lines) + f" (see flask-predict {command} --help)"
 
 

@@ -69,6 +69,15 @@ def test_unknown_flags_fail_naming_each(capsys: pytest.CaptureFixture[str]) -> N
     assert status == 2 and "flask-predict check: error: unknown flag --recursive" in err
 
 
+def test_a_misspelt_flag_gets_the_closest_one(capsys: pytest.CaptureFixture[str]) -> None:
+    status, _, err = run_main(capsys, "serve", "--model_base_pth", "/srv/models/iris")
+    assert status == 2 and ("unknown flag --model_base_pth; did you mean --model_base_path?"
+                            in err)
+    status, _, err = run_main(capsys, "check", "somewhere", "--jsn")
+    assert status == 2 and "unknown flag --jsn; did you mean --json?" in err
+    assert len(err.strip().splitlines()) == 1, err
+
+
 def test_flags_are_not_abbreviated(capsys: pytest.CaptureFixture[str]) -> None:
     status, _, err = run_main(capsys, "serve", "--model_n", "m")
     assert status == 2 and "unknown flag --model_n" in err
