@@ -151,7 +151,7 @@ class XGBoostPredictor(Predictor):
             return {method: np.asarray(getattr(self.model, method)(features))
                     for method in wanted}
         except xgb.core.XGBoostError as exc:
-            raise FailedPrecondition(f"Prediction failed: {_first_line(exc)}")
+            raise FailedPrecondition(f"Prediction failed: {_words(exc)}")
 
 
 def load_model(model_dir: str) -> xgb.Booster | xgb.XGBModel:
@@ -198,8 +198,7 @@ def _native_booster(path: str) -> xgb.Booster:
     try:
         booster.load_model(data)
     except xgb.core.XGBoostError as exc:
-        raise UnreadableModel(f"not an XGBoost model (JSON or UBJSON): "
-                              f"{SOURCE_LINE.sub('', _first_line(exc))}") from None
+        raise UnreadableModel(f"not an XGBoost model (JSON or UBJSON): {_words(exc)}") from None
     return booster
 
 
@@ -216,6 +215,11 @@ def _saved_threads(booster: xgb.Booster) -> int:
         return int(generic.get("nthread", "0") or 0)
     except (xgb.core.XGBoostError, KeyError, ValueError):
         return 0
+
+
+def _words(exc: Exception) -> str:
+    """XGBoost's message in one line, without its time or where in its sources it was."""
+    return SOURCE_LINE.sub("", _first_line(exc))
 
 
 def _first_line(exc: Exception) -> str:
