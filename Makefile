@@ -3,6 +3,7 @@
 #                them with `flask-predict serve` on $(HOST):$(PORT), 127.0.0.1:8501 unless
 #                asked otherwise (make serve HOST=0.0.0.0 PORT=9000)
 #   make test    install the test and docs tools as well, run the whole test suite
+# and `make test-quick`: the suite without the end-to-end and TensorFlow tests, while editing,
 # and `make dist`: one wheel per distribution (flask-predict and each bundled plugin) in dist/.
 #
 # Packages install with uv (itself installed into the venv by pip): from a warm cache the
@@ -21,7 +22,7 @@ TESTED := -e ".[grpc,otel,gcs,s3]" $(addprefix -e ,$(PLUGINS))
 SERVING := $(VENV)/.serving
 INSTALLED := $(VENV)/.installed
 
-.PHONY: install install-serving system-deps serve test typecheck docs openapi demo dist bench \
+.PHONY: install install-serving system-deps serve test test-quick typecheck docs openapi demo dist bench \
 	protos clean
 
 # everything: the server, every bundled plugin, the test and docs tools
@@ -60,6 +61,10 @@ system-deps:
 
 test: install
 	$(PY) -m pytest $(PYTEST_ARGS)
+
+# no real gunicorn server, no TensorFlow: the quick loop while editing (make test before a push)
+test-quick: install
+	$(PY) -m pytest -m "not e2e and not tensorflow" $(PYTEST_ARGS)
 
 typecheck: install
 	$(VENV)/bin/mypy

@@ -13,10 +13,12 @@ import gzip
 import io
 import lzma
 import os
+import pickle
 import pickletools
+import struct
 import zlib
 
-from .errors import ConfigError
+from .errors import ConfigError, UnreadableModel, one_line
 
 
 KNOWN_ARTIFACTS: dict[str, str] = {
@@ -114,11 +116,13 @@ def pickled_module(path: str) -> str:
     """The module of the first class referenced in a (possibly compressed) pickle file.
 
     Only the opcodes are read (the first MiB is plenty), nothing is unpickled.
+
+    :raises UnreadableModel: the file is empty, or its opcodes are not a pickle's.
     """
-    with _open_maybe_compressed(path) as stream:
-        head = stream.read(1 << 20)
-        strings: list[str] = []
-        try:
+    try:
+        with _open_maybe_compressed(path) as stream:
+            head = stream.read(1 << 20)
+            strings: list[str] = []
             for opcode, arg, _ in pickletools.genops(head):
                 if opcode.name in ("GLOBAL", "INST") and isinstance(arg, str):
                     return arg.split(" ")[0]
@@ -126,9 +130,31 @@ def pickled_module(path: str) -> str:
                     return strings[-2]
                 if isinstance(arg, str):
                     strings.append(arg)
-        except Exception as exc:
-            raise ConfigError(f"{path!r} is not a readable pickle: {exc}")
+    except Exception as exc:
+        raise unreadable_pickle(path, exc) from None
     raise ConfigError(f"{path!r} holds no class reference")
+
+
+UNPICKLING_ERRORS = (pickle.UnpicklingError, EOFError, struct.error, IndexError, KeyError,
+                     ValueError, TypeError, zlib.error, lzma.LZMAError, OSError)
+"""What unpickling (or joblib's loading) raises on bytes that are not a whole pickle. Not
+``ImportError`` or ``AttributeError``: a readable pickle naming code that is not installed."""
+
+
+def unreadable_pickle(path: str, exc: BaseException) -> UnreadableModel:
+    """Why the pickle or joblib file *path* cannot be read (*exc*: what reading it raised)."""
+    if empty(path):
+        return UnreadableModel("the file is empty")
+    return UnreadableModel(f"cannot unpickle it (cut short, corrupt, or written by another "
+                           f"version): {type(exc).__name__}: {one_line(str(exc))}")
+
+
+def empty(path: str) -> bool:
+    """Whether *path* is an empty file."""
+    try:
+        return os.path.getsize(path) == 0
+    except OSError:
+        return False
 
 
 def _open_maybe_compressed(path: str) -> io.BufferedIOBase:

@@ -10,11 +10,11 @@ from __future__ import annotations
 
 import os
 from dataclasses import dataclass, field
-from typing import Any, Mapping
+from typing import Any, Iterable, Mapping
 
 from .access_log import access_log_format
 from .logs import log_format
-from .errors import ConfigError
+from .errors import ConfigError, closest, did_you_mean
 from .model_config import load_models, number_value, timeout_value
 from .payload_log import DEFAULTS as PAYLOAD_LOG_DEFAULTS
 from .payload_log import PayloadSettings
@@ -27,6 +27,10 @@ from .storage import CACHE_VARIABLE, cache_root
 from .vertex_storage import VARIABLE as STORAGE_VARIABLE
 from .vertex_storage import storage_base_path
 
+
+PREFIX = "PREDICT_"
+SETTINGS_LISTED = " (every setting: the configuration reference, docs/configuration.md)"
+"""Where an unknown setting that resembles none is pointed: one line, not the whole list."""
 
 DEFAULTS: dict[str, Any] = {
     "PREDICT_MODELS": None,
@@ -168,6 +172,14 @@ class Settings:
         return next((spec for spec in self.models if spec.name == name), None)
 
 
+def unknown_setting(key: str, known: Iterable[str]) -> str:
+    """One line for the unknown setting *key*: the known one it resembles, compared without
+    the ``PREDICT_`` every name shares, else where every setting is listed."""
+    close = closest(key.removeprefix(PREFIX), [name.removeprefix(PREFIX) for name in known])
+    hint = f"; did you mean {PREFIX + close!r}?" if close else SETTINGS_LISTED
+    return f"unknown setting {key!r}{hint}"
+
+
 def read_settings(config: Mapping[str, Any]) -> Settings:
     """Validate the ``PREDICT_*`` keys of *config*; raise :class:`ConfigError` naming the key."""
     sections = {protocol.name: protocol.settings for protocol in descriptors()
@@ -176,7 +188,7 @@ def read_settings(config: Mapping[str, Any]) -> Settings:
                                for key, value in section.defaults.items()}}
     unknown = sorted(k for k in config if k.startswith("PREDICT_") and k not in defaults)
     if unknown:
-        raise ConfigError(f"unknown setting(s) {unknown}; known: {sorted(defaults)}")
+        raise ConfigError("; ".join(unknown_setting(key, defaults) for key in unknown))
     values = {**defaults, **{k: v for k, v in config.items() if k in defaults}}
 
     known = sorted(REGISTRY)  # every registered protocol (the default)
@@ -184,8 +196,8 @@ def read_settings(config: Mapping[str, Any]) -> Settings:
                                                                             "PREDICT_PROTOCOLS")
     for name in protocols:
         if name not in REGISTRY:
-            raise ConfigError(f"PREDICT_PROTOCOLS: unknown protocol {name!r}; "
-                              f"choose from {known}")
+            raise ConfigError(f"PREDICT_PROTOCOLS: unknown protocol {name!r}"
+                              f"{did_you_mean(name, known)} (choose from {known})")
     prefix = str(values["PREDICT_URL_PREFIX"] or "").rstrip("/")
     if prefix and not prefix.startswith("/"):
         raise ConfigError(f"PREDICT_URL_PREFIX must start with '/', got {prefix!r}")

@@ -85,8 +85,10 @@ def keep_timer_armed(keep: bool = True) -> None:
 
 def seconds_for(spec: ModelSpec, default: float | None) -> float | None:
     """The limit of a call into model *spec*: its ``timeout_seconds``, else *default* (the
-    app's ``PREDICT_TIMEOUT_SECONDS``); ``None`` for no limit."""
-    return spec.timeout_seconds if spec.timeout_seconds is not None else default
+    app's ``PREDICT_TIMEOUT_SECONDS``); ``None`` for no limit (either set to 0: a model's
+    0 is no limit even where the app has one)."""
+    limit = spec.timeout_seconds if spec.timeout_seconds is not None else default
+    return limit or None
 
 
 def remaining() -> float | None:

@@ -6,8 +6,9 @@ error handler turns the code into its own status and body through :data:`HTTP_ST
 
 from __future__ import annotations
 
+import difflib
 import enum
-from typing import ClassVar
+from typing import Any, ClassVar
 
 
 class Code(enum.Enum):
@@ -63,6 +64,26 @@ class PredictError(Exception):
         return ""
 
 
+def did_you_mean(word: str, choices: Any) -> str:
+    """``; did you mean 'x'?`` for the closest of *choices*, or an empty string."""
+    close = closest(word, choices)
+    return f"; did you mean {close!r}?" if close else ""
+
+
+def closest(word: str, choices: Any) -> str | None:
+    """The one of *choices* that *word* most resembles (``difflib``), if any does."""
+    close = difflib.get_close_matches(word, sorted(choices), n=1, cutoff=0.6)
+    return close[0] if close else None
+
+
+def one_line(message: str, limit: int = 300) -> str:
+    """A framework's message (often several lines of advice) as one line of an error: its
+    first line that says something, cut at *limit* characters."""
+    lines = [line.strip() for line in message.splitlines() if line.strip()]
+    first = lines[0] if lines else ""
+    return first if len(first) <= limit else first[:limit] + "..."
+
+
 class InvalidInput(PredictError):
     """The request is malformed or does not fit the model (HTTP 400)."""
 
@@ -106,9 +127,11 @@ class ModelNotFound(PredictError):
 
 
 class ModelNotReady(PredictError):
-    """The model exists but no version is loaded yet (HTTP 503)."""
+    """The model exists but no version is loaded yet (HTTP 503). A state, not a fault:
+    logged as one line, never with a traceback."""
 
     code = Code.UNAVAILABLE
+    log_traceback = False
 
 
 class Unimplemented(PredictError):
@@ -142,6 +165,15 @@ class PredictorFailed(PredictError):
 
 class ConfigError(PredictError):
     """Bad settings or a model that cannot load. Raised at boot; never reaches a client."""
+
+
+class UnreadableModel(ConfigError):
+    """A model file that cannot be read: corrupt, cut short, empty, or not in the format its
+    name says. Every plugin says it with this one shape, ``unreadable model file: <why>``,
+    and it stops the server as any model that did not load."""
+
+    def __init__(self, why: str) -> None:
+        super().__init__(f"unreadable model file: {why}")
 
 
 class PredictorNotFound(ConfigError):

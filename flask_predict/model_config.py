@@ -150,11 +150,11 @@ def parse_version_policy(policy: Any, where: str) -> VersionPolicy:
 
 
 def timeout_value(value: Any, what: str) -> float | None:
-    """A time limit in seconds; ``None`` or 0 means none."""
+    """A time limit in seconds: 0 for no limit, ``None`` where none is set (a model then
+    takes the app's limit)."""
     if value is None:
         return None
-    limit = number_value({what: value}, what, float, minimum=0)
-    return float(limit) or None
+    return float(number_value({what: value}, what, float, minimum=0))
 
 
 def number_value(values: Mapping[str, Any], key: str, kind: type, minimum: float,

@@ -12,7 +12,6 @@ plugin ships both entry points exactly as the bundled ones do.
 
 from __future__ import annotations
 
-import difflib
 import inspect
 import logging
 from dataclasses import dataclass
@@ -21,7 +20,7 @@ from importlib.metadata import entry_points
 from typing import Any, Callable, Mapping
 
 from .artifacts import artifact_plugin
-from .errors import ConfigError, PredictorNotFound
+from .errors import ConfigError, PredictorNotFound, did_you_mean
 from .predictor import Predictor
 
 GROUP = "flask_predict.predictors"
@@ -169,12 +168,6 @@ def check_options(model: str, predictor: str | None, options: Mapping[str, Any],
         if option not in known:
             raise ConfigError(f"model {model!r}: unknown setting {option!r}"
                               f"{did_you_mean(option, known)}")
-
-
-def did_you_mean(word: str, choices: Any) -> str:
-    """``; did you mean 'x'?`` for the closest of *choices*, or an empty string."""
-    close = difflib.get_close_matches(word, sorted(choices), n=1, cutoff=0.6)
-    return f"; did you mean {close[0]!r}?" if close else ""
 
 
 def lazy_attributes(package: str, module: str = "predictor") -> Callable[[str], Any]:

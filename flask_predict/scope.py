@@ -27,9 +27,19 @@ from time import perf_counter, time
 from typing import TYPE_CHECKING, Any
 
 from .access_log import AccessLog
+from .errors import Code, PredictError
 from .queue_time import HEADER, queue_seconds
 from .record import PROBE_VERB, RequestRecord, current_request, usable_id
 from .transport import Transport
+
+
+def probe_answer(error: PredictError) -> bool:
+    """Whether *error* is the whole answer of the health probe this thread answers ("no model
+    is configured", "still loading"): nothing to log beyond the probe's access line. A
+    probe's own failure is logged as any other."""
+    record = current_request.get()
+    return record is not None and record.verb == PROBE_VERB and error.code is not Code.INTERNAL
+
 
 if TYPE_CHECKING:
     from .config import Settings

@@ -26,10 +26,10 @@ from dataclasses import dataclass
 from typing import Any, Callable, Iterable, Mapping
 
 from .artifacts import artifact_file, version_folders, version_path
-from .errors import ConfigError
+from .errors import ConfigError, did_you_mean
 from .model_config import MODEL_KEYS
-from .plugins import (check_options, detect_predictor, did_you_mean, install_hint,
-                      installed_names, manifests)
+from .plugins import (check_options, detect_predictor, install_hint, installed_names,
+                      manifests)
 from .served import ServedModel
 from .types import ModelSpec
 

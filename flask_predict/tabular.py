@@ -9,9 +9,10 @@ and answers one plain 1-D array per column, from which the plugin builds what it
 takes (a pandas DataFrame, or :func:`code_matrix`: a matrix of numbers and category
 codes). Nothing here imports a framework.
 
-Every problem is the client's (400, naming the column): a missing or unknown column, a
-column of another length or shape, text where numbers belong or numbers where text does,
-and, where the model refuses them itself, a category it does not know.
+Every problem is the client's (400, naming the column, in one line): a missing or unknown
+column, a column of another length or shape, text where numbers belong or numbers where text
+does, and, where the model refuses them itself, a category it does not know and a missing or
+infinite number (:func:`refused_number`, from the framework's refusal).
 """
 
 from __future__ import annotations
@@ -23,7 +24,7 @@ from typing import Any, Mapping, Sequence
 import numpy as np
 
 from . import codecs
-from .errors import InvalidInput
+from .errors import FailedPrecondition, InvalidInput
 from .types import Signature, Tensor, TensorSpec
 
 NUMBER, TEXT, ANY = "number", "text", "any"
@@ -144,6 +145,42 @@ def feature_rows(inputs: Mapping[str, Tensor], spec: TensorSpec) -> Tensor:
     if rows.dtype.kind not in "iufb":
         raise InvalidInput(f"expected numbers, got {codecs.datatype_of(rows)}")
     return rows
+
+
+def refused_number(columns: Mapping[str, Tensor], *, missing: bool,
+                   infinite: bool) -> FailedPrecondition | None:
+    """The 400 naming the first of *columns* (checked 1-D arrays, as :func:`read_columns`
+    answers) that holds a number the model refused: a missing one (null, NaN) where
+    *missing*, an infinite one where *infinite*; ``None`` where none does. Well formed, but
+    the model cannot take it: ``FAILED_PRECONDITION``, as Vertex AI's containers answer."""
+    return _refused({f"column {name!r}": values for name, values in columns.items()},
+                    missing, infinite)
+
+
+def refused_feature(features: Tensor, *, missing: bool,
+                    infinite: bool) -> FailedPrecondition | None:
+    """:func:`refused_number` for a model fitted on a matrix: rows of features, each
+    named by its place (``feature 2``)."""
+    if features.ndim != 2:
+        return None
+    return _refused({f"feature {index}": features[:, index]
+                     for index in range(features.shape[1])}, missing, infinite)
+
+
+def _refused(columns: Mapping[str, Tensor], missing: bool,
+             infinite: bool) -> FailedPrecondition | None:
+    for label, values in columns.items():
+        if values.dtype.kind != "f":
+            continue
+        if missing and np.isnan(values).any():
+            row = int(np.flatnonzero(np.isnan(values))[0])
+            return FailedPrecondition(f"{label}: value {row} is missing (null or NaN); the "
+                                      "model takes no missing value there")
+        if infinite and np.isinf(values).any():
+            row = int(np.flatnonzero(np.isinf(values))[0])
+            return FailedPrecondition(f"{label}: value {row} is infinite (or past the model's "
+                                      "float range); the model takes no infinite value")
+    return None
 
 
 def _lone_input(name: str, array: Tensor, names: list[str]) -> dict[str, Tensor]:

@@ -117,8 +117,8 @@ class ModelSpec:
     default_version: str | None = None
     """A label or number; ``None`` means the highest version served."""
     timeout_seconds: float | None = None
-    """Longest a predictor call may run (see :mod:`flask_predict.deadline`); ``None``:
-    ``PREDICT_TIMEOUT_SECONDS``."""
+    """Longest a predictor call may run (see :mod:`flask_predict.deadline`); 0: no limit;
+    ``None``: ``PREDICT_TIMEOUT_SECONDS``."""
     payload_log: Any = None
     """The model's ``payload_log`` entry as configured (``None``: the server-wide payload
     log; read by :mod:`flask_predict.payload_log.settings`)."""

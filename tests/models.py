@@ -13,7 +13,7 @@ from pathlib import Path
 from flask_predict.demo import train_iris, train_xgboost_missing
 
 __all__ = ["train_iris", "train_xgboost_missing", "make_custom", "make_explaining",
-           "make_sleepy", "sleepy_config", "model_config"]
+           "make_sleepy", "sleepy_config", "model_config", "make_unreadable", "UNREADABLE"]
 
 CUSTOM_PREDICTOR = '''
 """A custom prediction routine as AI Platform users write them."""
@@ -157,3 +157,34 @@ def model_config(root: Path) -> dict[str, dict[str, object]]:
         "echo": {"base_path": os.fspath(root / "echo"), "predictor": "custom",
                  "class": "predictor.EchoPredictor"},
     }
+
+
+UNREADABLE = "unreadable model file: "
+"""How every plugin begins saying that a model file cannot be read."""
+
+
+def make_unreadable(root: Path, tensorflow: bool = False) -> dict[str, tuple[Path, str]]:
+    """One model per kind of unreadable file under *root*, cut from real models the tests
+    train: model name -> (its file, what the load says of it after :data:`UNREADABLE`).
+    With *tensorflow*, a SavedModel whose ``saved_model.pb`` is not one too."""
+    iris = train_iris(root / ".iris") / "1" / "model.joblib"
+    booster = train_xgboost_missing(root / ".loans", fmt="ubj") / "1" / "model.ubj"
+    whole = iris.read_bytes()
+    kinds = {
+        "garbage_joblib": ("model.joblib", b"not a pickle at all\n" * 4, "cannot unpickle"),
+        "truncated_joblib": ("model.joblib", whole[:len(whole) // 2], "cut short"),
+        "truncated_pickle": ("model.pkl", whole[:len(whole) // 3], "cut short"),
+        "empty_joblib": ("model.joblib", b"", "the file is empty"),
+        "garbage_json": ("model.json", b'{"learner": {"broken', "not an XGBoost model"),
+        "truncated_ubj": ("model.ubj", booster.read_bytes()[:200], "not an XGBoost model"),
+        "empty_json": ("model.json", b"", "the file is empty"),
+    }
+    if tensorflow:
+        kinds["garbage_savedmodel"] = ("saved_model.pb", b"\x08\x01garbage", "not a SavedModel")
+    made = {}
+    for name, (file, data, why) in kinds.items():
+        folder = root / name / "1"
+        folder.mkdir(parents=True)
+        (folder / file).write_bytes(data)
+        made[name] = (folder / file, why)
+    return made

@@ -69,13 +69,23 @@ def build_parser(environ: Mapping[str, str] = os.environ) -> argparse.ArgumentPa
     return parser
 
 
+def flags_of(parser: argparse.ArgumentParser, command: str) -> list[str]:
+    """The long flags *command* takes, without their dashes."""
+    for action in parser._actions:
+        if isinstance(action, argparse._SubParsersAction) and command in action.choices:
+            sub = action.choices[command]
+            return [flag[2:] for each in sub._actions for flag in each.option_strings
+                    if flag.startswith("--")]
+    return []
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     """Run the command line *argv* (default: ``sys.argv[1:]``); returns the exit status."""
     parser = build_parser()
     args, unknown = parser.parse_known_args(argv)
     if unknown:
-        parser.exit(2, f"flask-predict {args.command}: error: "
-                       f"{serve.unknown_flags_message(unknown, args.command)}\n")
+        said = serve.unknown_flags_message(unknown, args.command, flags_of(parser, args.command))
+        parser.exit(2, f"flask-predict {args.command}: error: {said}\n")
     if args.command == "serve":
         try:
             command, env = serve.server_command(args, os.environ)

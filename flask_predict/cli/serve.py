@@ -22,6 +22,7 @@ import sys
 from typing import Mapping, NoReturn, Sequence
 
 from ..storage.uri import is_remote
+from ..errors import closest
 
 GUNICORN_CONFIG = "python:flask_predict.gunicorn_config"
 APP = "flask_predict.wsgi:app"
@@ -121,8 +122,10 @@ def add_arguments(parser: argparse.ArgumentParser, environ: Mapping[str, str]) -
                              "else INFO; now %(default)s)")
 
 
-def unknown_flags_message(unknown: Sequence[str], command: str = "serve") -> str:
-    """What to say about flags *command* does not know."""
+def unknown_flags_message(unknown: Sequence[str], command: str = "serve",
+                          known: Sequence[str] = ()) -> str:
+    """What to say about flags *command* does not know (with the closest of its *known*
+    flags, named without dashes, where one resembles a misspelt flag)."""
     lines = []
     for arg in unknown:
         name = arg.split("=", 1)[0].lstrip("-")
@@ -132,7 +135,8 @@ def unknown_flags_message(unknown: Sequence[str], command: str = "serve") -> str
             lines.append(f"--{name} is a tensorflow_model_server flag that flask-predict "
                          "does not support")
         else:
-            lines.append(f"unknown flag --{name}")
+            close = closest(name, known)
+            lines.append(f"unknown flag --{name}" + (f"; did you mean --{close}?" if close else ""))
     return "; ".join(lines) + f" (see flask-predict {command} --help)"
 
 

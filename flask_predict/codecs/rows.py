@@ -76,9 +76,11 @@ def _named_rows(instances: list[Any], specs: Mapping[str, TensorSpec],
                                    f"does not have named input: {shown}")
             columns[name].append(value)
         if item.keys() != specs.keys():
+            absent = ", ".join(repr(name) for name in specs if name not in item)
             raise InvalidInput(f"Failed to process element: {index} of 'instances' list. "
                                f"JSON object: {preview(item)} keys must be equal to: "
-                               f"{','.join(sorted(specs))}")
+                               f"{','.join(sorted(specs))} (missing "
+                               f"{'column' if tabular else 'input'}(s): {absent})")
     return _column_tensors(columns, specs, "instances", tabular)
 
 

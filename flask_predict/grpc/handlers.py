@@ -23,7 +23,7 @@ from google.protobuf.message import DecodeError
 
 from ..errors import Code, InvalidInput, PredictError
 from ..protocols import Protocol
-from ..scope import Scopes
+from ..scope import Scopes, probe_answer
 from .carrier import GrpcTransport
 from .messages import POOL, message_class
 
@@ -59,6 +59,8 @@ def as_error(exc: Exception, method: str) -> PredictError:
     """*exc* as a :class:`PredictError`, logged once (client mistakes at INFO without a
     traceback, failures with it); an unexpected exception's message is never sent."""
     error = exc if isinstance(exc, PredictError) else PredictError("internal server error")
+    if probe_answer(error):
+        return error
     if error.code in (Code.INTERNAL, Code.UNAVAILABLE):
         logger.error("%s: %s%s", method, error.message, error.detail,
                      exc_info=exc if error.log_traceback else None)

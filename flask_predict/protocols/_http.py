@@ -16,6 +16,7 @@ from .. import codecs, memory
 from ..current import get_state
 from ..errors import InvalidInput, PayloadTooLarge, PredictError
 from ..record import current_request
+from ..scope import probe_answer
 from ..state import PredictState
 from ._body import parse_json
 
@@ -166,6 +167,8 @@ def as_predict_error(exc: Exception) -> PredictError:
         error = InvalidInput(exc.description or exc.name)
     else:
         error = PredictError("internal server error")
+    if probe_answer(error):
+        return error
     if error.http_status >= 500:
         logger.error("%s %s: %s%s", request.method, request.path, error.message, error.detail,
                      exc_info=exc if error.log_traceback else None)

@@ -2,14 +2,19 @@
 
 The convention (``docs/contributing.md``): a fenced block tagged ``sh`` that holds one
 ``curl`` command is an example, and the fenced block after it, tagged ``json`` or ``text``,
-is its expected output. JSON is compared as values, every number by its text as the server
-wrote it (all its digits: a page shows what a user sees), ``"..."`` matching anything; text
-exactly (surrounding blank space aside).
+is its expected output. JSON is compared as values, ``"..."`` matching anything; text exactly
+(surrounding blank space aside). An integer must be the same integer. Any other number must
+be written in the same form as the page shows (positional or exponent, ``e-08`` or ``e-8``,
+the same token for NaN and Infinity) and have the same value to the digits the computation
+guarantees on every machine, never to one CPU's last digits: another maths library (a BLAS
+kernel for another CPU, another thread count) sums in another order and changes the last few
+bits of a float (measured: the 16th and 17th digits of the demo's float64 probabilities).
 """
 
 from __future__ import annotations
 
 import json
+import math
 import re
 import shlex
 from dataclasses import dataclass
@@ -20,6 +25,15 @@ ROOT = Path(__file__).resolve().parents[2]
 FENCE = re.compile(r"^(\s*)(```+|~~~+)\s*([\w+-]*)")
 LOCAL_URL = re.compile(r"(?:https?://)?(?:localhost|127\.0\.0\.1)(?::\d+)?")
 ANYTHING = "..."
+FLOAT64_DIGITS = 12
+"""Significant digits a float64 answer keeps on any machine: thousands of float64 ulps of
+margin over the few that another summation order changes."""
+FLOAT32_DIGITS = 6
+"""Significant digits a float32 answer keeps on any machine (C's ``FLT_DIG``)."""
+SHORTEST_FLOAT32 = 9
+"""A float32 written shortest takes at most 9 significant digits; a number written with more
+is a float64."""
+EXPONENT = re.compile(r"[eE]([-+]?)(0?)\d+$")
 
 
 @dataclass(frozen=True)
@@ -131,7 +145,38 @@ def matches(expected: Any, actual: Any) -> bool:
     if isinstance(expected, list):
         return (isinstance(actual, list) and len(expected) == len(actual) and
                 all(matches(e, a) for e, a in zip(expected, actual)))
+    if type(expected) is Number and type(actual) is Number:
+        return same_number(expected, actual)
     return type(expected) is type(actual) and bool(expected == actual)
+
+
+def form(number: Number) -> str:
+    """How a number is written, apart from its digits: ``NaN`` and ``Infinity`` as
+    themselves, ``positional``, or its exponent's sign and zero padding (``e-0``, ``e``)."""
+    value = float(number)
+    if not math.isfinite(value):
+        return str(number)
+    exponent = EXPONENT.search(number)
+    if exponent is None:
+        return "positional"
+    return "e" + exponent.group(1).replace("+", "") + exponent.group(2)
+
+
+def significant_digits(number: Number) -> int:
+    mantissa = EXPONENT.sub("", number)
+    return len(mantissa.replace("-", "").replace(".", "").strip("0")) or 1
+
+
+def same_number(expected: Number, actual: Number) -> bool:
+    """Written in the same form, equal to the digits the computation guarantees: those of a
+    float32 when both are written as short as one, those of a float64 otherwise."""
+    if form(expected) != form(actual):
+        return False
+    if not math.isfinite(float(expected)):
+        return True
+    short = max(significant_digits(expected), significant_digits(actual)) <= SHORTEST_FLOAT32
+    digits = FLOAT32_DIGITS if short else FLOAT64_DIGITS
+    return math.isclose(float(expected), float(actual), rel_tol=10.0 ** -digits)
 
 
 def same_output(example: Example, output: str) -> bool:

@@ -168,9 +168,8 @@ def test_versions_and_models_follow_the_disk_in_every_worker(
         assert status == 200 and "failed_versions" in text
         assert "3: \"failed to load; the server's log has the cause\"" in text
         assert "pickle" not in text and str(root) not in text
-    # the cause, once in each worker: an unreadable pickle names no plugin, so no framework
-    # is the master's to load it with
-    assert log.count("is not a readable pickle") == 2
+    # the cause: in the master, which loads the shared iris, and once in each worker
+    assert log.count("unreadable model file: cannot unpickle it") == 3
 
     # a custom version that raises in from_path: the workers stay alive and keep version 1
     workers = pids(server)

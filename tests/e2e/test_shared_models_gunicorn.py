@@ -231,7 +231,5 @@ def test_new_version_reaches_every_worker_shared_with_no_failed_request(
     while server.log_text().count(failed) < 3 and time.monotonic() < deadline:
         time.sleep(0.2)
     log = server.log_text()
-    # an unreadable pickle names no plugin: no framework is the master's to import for it,
-    # so each worker's own load reports it
-    assert "model 'knn' version 3: not loaded in the master" not in log
+    assert "model 'knn' version 3: not loaded in the master" in log, "tried once, there"
     assert log.count(failed) == 3, "logged once per worker"

@@ -104,3 +104,17 @@ def test_a_prediction_past_its_limit_answers_504_and_the_worker_lives(tmp_path: 
         assert "[ERROR] POST /v1/projects/p/models/" in line, line
         assert f"(stopped at {base / '1' / 'predictor.py'}:" in line, line
         assert line.endswith(" in predict)"), line
+
+
+def test_a_models_zero_limit_is_no_limit_under_the_servers(tmp_path: Path) -> None:
+    """``timeout_seconds: 0`` is documented as no limit: the server's limit (here 1 s, where
+    gunicorn.conf.py would derive 80% of the worker timeout) does not apply to that model."""
+    base = make_sleepy(tmp_path / "sleepy")
+    config = {"unlimited": sleepy_config(base, timeout_seconds=0),
+              "default": sleepy_config(base)}
+    env = {"GUNICORN_TIMEOUT": "60", "FLASK_PREDICT_TIMEOUT_SECONDS": "1"}
+    with GunicornServer(config, workers=1, env=env, log_path=tmp_path / "log") as server:
+        status, body = predict(server, "unlimited", {"sleep": 2})
+        assert status == 200, body
+        status, body = predict(server, "default", {"sleep": 2})
+        assert status == 504, body

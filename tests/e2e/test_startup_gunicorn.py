@@ -1,7 +1,8 @@
-"""The start of a real gunicorn server with 2 sync workers: a model that cannot load stops
-it with one line (unless PREDICT_EXIT_ON_LOAD_ERROR serves the rest), no client ever reads a
-load's cause (a file path, XGBoost's native backtrace), and a server with no model is not
-ready on any protocol, saying how to configure one."""
+"""The start of a real gunicorn server with 2 sync workers: a model that cannot load (every
+kind of unreadable file alike) stops it with one line (unless PREDICT_EXIT_ON_LOAD_ERROR
+serves the rest), no client ever reads a load's cause (a file path, XGBoost's native
+backtrace), and a server with no model is not ready on any protocol, saying how to
+configure one and logging nothing per probe."""
 
 from __future__ import annotations
 
@@ -43,13 +44,17 @@ def run_until_exit(server: GunicornServer, timeout: float = 120) -> int:
 
 
 @pytest.mark.parametrize("shared", [True, False], ids=["in-the-master", "in-each-worker"])
-def test_a_corrupt_model_at_start_stops_the_server_with_one_line(tmp_path: Path,
-                                                                 shared: bool) -> None:
-    """The XGBoost model loads in the master (shared by the workers) and the master stops
-    before any worker starts; or, not shared, in each worker, and the first worker to find
-    it stops the server. One line either way, and a non-zero exit."""
+def test_unreadable_models_at_start_stop_the_server_with_one_line(tmp_path: Path,
+                                                                  shared: bool) -> None:
+    """Every kind of unreadable model file (a corrupt, cut or empty pickle or joblib file,
+    XGBoost JSON or UBJSON that is not, an empty one) stops the server the same way: one
+    line naming each model, its file and why it is unreadable, and gunicorn's "failed to
+    boot" status. The models load in the master (shared by the workers) and it stops before
+    any worker starts; or, not shared, in each worker, and the first worker to find them
+    stops the server."""
+    unreadable = models.make_unreadable(tmp_path / "models")
     config = {"iris": {"base_path": str(models.train_iris(tmp_path / "iris"))},
-              "loans": {"base_path": str(corrupt_xgboost(tmp_path / "loans"))}}
+              **{name: {"base_path": str(tmp_path / "models" / name)} for name in unreadable}}
     env = {} if shared else {"FLASK_PREDICT_SHARED_MODELS": "false"}
     server = GunicornServer(config, workers=2, env=env, log_path=tmp_path / "log")
     status = run_until_exit(server)
@@ -57,11 +62,15 @@ def test_a_corrupt_model_at_start_stops_the_server_with_one_line(tmp_path: Path,
     assert status == 3, log  # gunicorn's "Worker failed to boot": the master halts
     lines = [line for line in log.splitlines() if "failed to load" in line]
     assert len(lines) == 1, log  # one line for the server, not one per worker
-    assert (f"flask_predict: not starting: model 'loans' version 1 failed to load from "
-            f"{tmp_path / 'loans' / '1' / 'model.json'}: XGBoostError: ") in lines[0]
+    assert "flask_predict: not starting: model " in lines[0]
+    for name, (path, why) in unreadable.items():
+        said = f"model {name!r} version 1 failed to load from {path}: {models.UNREADABLE}"
+        assert said in lines[0], (name, lines[0])
+        assert why in lines[0].split(said, 1)[1].split("; model ")[0], (name, lines[0])
     assert lines[0].endswith("(PREDICT_EXIT_ON_LOAD_ERROR=false serves the models that "
                              "loaded)")
     assert "Stack trace" not in log and "[bt]" not in log and "Traceback" not in log, log
+    assert ".cc:" not in log, "XGBoost's source file is its business"
     assert ("Booting worker" in log) is not shared, "a shared model fails before any worker"
     if not shared:
         assert "Reason: Worker failed to boot." in log
@@ -104,8 +113,8 @@ def test_serving_the_rest_and_no_client_reads_the_cause(tmp_path: Path) -> None:
     # the log has it: the file and the cause, in the master that loads the shared model and
     # once in each worker, the server going on
     lines = [line for line in log.splitlines() if "failed to load from" in line]
-    assert len(lines) == 3 and all(f"{tmp_path / 'loans' / '1' / 'model.json'}: XGBoostError"
-                                   in line and "serving the other models" in line
+    said = f"{tmp_path / 'loans' / '1' / 'model.json'}: {models.UNREADABLE}not an XGBoost model"
+    assert len(lines) == 3 and all(said in line and "serving the other models" in line
                                    for line in lines), log
 
 
@@ -135,4 +144,8 @@ def test_no_model_configured_is_not_ready_on_any_protocol(tmp_path: Path) -> Non
             assert health.status == health_pb2.HealthCheckResponse.NOT_SERVING
         log = server.log_text()
     assert f"flask_predict: {message}" in log  # the master says it at start too
+    # a probe's answer is its only trace: no ERROR line, no traceback, per probe
+    said = [line for line in log.splitlines() if message in line]
+    assert said == [line for line in said if f"flask_predict: {message}" in line], log
+    assert "Traceback" not in log and "[ERROR]" not in log, log
 

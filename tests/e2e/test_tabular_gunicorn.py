@@ -376,3 +376,41 @@ def test_grps_takes_named_tensors_a_gmap_row_and_rows(
     with server.channel() as chan:
         answer = stub(chan).Predict(json_format.ParseDict(message, pb2.GrpsMessage()))
     check(grps_outputs(json_format.MessageToDict(answer, preserving_proto_field_name=True)), one)
+
+
+# --- errors ---------------------------------------------------------------------------------
+
+def refusals(age: Any) -> dict[str, tuple[str, Any]]:
+    """``numbers`` asked with *age* as the one value of its ``age`` column, by every REST
+    protocol's form: route and body (*age* ``...``: the column left out)."""
+    row = {"income": 0.5} if age is ... else {"age": age, "income": 0.5}
+    v2 = [{"name": name, "shape": [1], "datatype": "FP64", "data": [value]}
+          for name, value in row.items()]
+    grps = [{"name": name, "dtype": "DT_FLOAT64", "shape": [1], "flat_float64": [value]}
+            for name, value in row.items() if value is not None]
+    forms = {"aiplatform": ("/v1/projects/p/models/numbers:predict", {"instances": [row]}),
+             "tfserving rows": ("/v1/models/numbers:predict", {"instances": [row]}),
+             "tfserving columns": ("/v1/models/numbers:predict",
+                                   {"inputs": {name: [value] for name, value in row.items()}}),
+             "v2": ("/v2/models/numbers/infer", {"inputs": v2})}
+    if age is not None:  # grps's typed tensors carry no null
+        forms["grps"] = ("/grps/v1/infer/predict",
+                         {"model": "numbers", "gtensors": {"tensors": grps}})
+    return forms
+
+
+@pytest.mark.parametrize("age, said", [
+    (..., ("missing column(s): 'age'", "missing column(s) ['age']", "Missing named input: age ")),
+    (None, ("column 'age': value 0 is missing (null or NaN)",))],
+    ids=["missing column", "null in a column the model takes no NaN in"])
+def test_a_refused_table_names_the_column_in_one_line_on_every_protocol(
+        server: GrpcGunicornServer, age: Any, said: tuple[str, ...]) -> None:
+    """LogisticRegression takes no missing value and needs every column: each protocol's
+    400 names the column (in its own words), in one line, with none of scikit-learn's
+    advice."""
+    for form, (path, body) in refusals(age).items():
+        status, _, answer = request("POST", server.url + path, body=body)
+        assert status == 400, (form, answer)
+        text = answer.decode()
+        assert any(words in text for words in said), (form, text)
+        assert "\\n" not in text and "sklearn" not in text and len(text) < 400, (form, text)

@@ -69,6 +69,15 @@ def test_unknown_flags_fail_naming_each(capsys: pytest.CaptureFixture[str]) -> N
     assert status == 2 and "flask-predict check: error: unknown flag --recursive" in err
 
 
+def test_a_misspelt_flag_gets_the_closest_one(capsys: pytest.CaptureFixture[str]) -> None:
+    status, _, err = run_main(capsys, "serve", "--model_base_pth", "/srv/models/iris")
+    assert status == 2 and ("unknown flag --model_base_pth; did you mean --model_base_path?"
+                            in err)
+    status, _, err = run_main(capsys, "check", "somewhere", "--jsn")
+    assert status == 2 and "unknown flag --jsn; did you mean --json?" in err
+    assert len(err.strip().splitlines()) == 1, err
+
+
 def test_flags_are_not_abbreviated(capsys: pytest.CaptureFixture[str]) -> None:
     status, _, err = run_main(capsys, "serve", "--model_n", "m")
     assert status == 2 and "unknown flag --model_n" in err
@@ -194,7 +203,7 @@ def test_check_failures(capsys: pytest.CaptureFixture[str], tmp_path: Path,
     (tmp_path / "7").mkdir()
     (tmp_path / "7" / "model.joblib").write_bytes(b"not a pickle")
     status, out, _ = run_main(capsys, "check", str(tmp_path))
-    assert status == 1 and "loads:      no:" in out and "is not a readable pickle" in out
+    assert status == 1 and "loads:      no: unreadable model file: cannot unpickle it" in out
     assert "serve: does not start: " in out
     status, out, _ = run_main(capsys, "check", str(model_root / "iris"), "--predictor", "nope")
     assert status == 1 and "no predictor 'nope'" in out and "installed plugins:" in out
@@ -204,6 +213,19 @@ def test_check_failures(capsys: pytest.CaptureFixture[str], tmp_path: Path,
     status, out, _ = run_main(capsys, "check", str(model_root / "iris" / "1"))
     assert status == 1 and "no numbered version folder" in out
     assert f"looks like a version folder: use its parent, '{model_root / 'iris'}'" in out
+
+
+def test_check_says_every_unreadable_file_alike(capsys: pytest.CaptureFixture[str],
+                                               tmp_path: Path) -> None:
+    """One status and one shape for every kind of unreadable model file, as serve says it:
+    the model, its file, "unreadable model file" and why."""
+    for name, (path, why) in models.make_unreadable(tmp_path).items():
+        status, out, _ = run_main(capsys, "check", str(tmp_path / name))
+        assert status == 1, (name, out)
+        said = (f"serve: does not start: model {name!r} version 1 failed to load from {path}: "
+                f"{models.UNREADABLE}")
+        assert said in out and why in out.split(said, 1)[1], (name, out)
+        assert ".cc:" not in out and "\n" not in out.split(said, 1)[1].rstrip("\n"), out
 
 
 def test_check_leaves_out_what_the_version_policy_does(capsys: pytest.CaptureFixture[str],

@@ -134,7 +134,8 @@ def test_rows_named_inputs() -> None:
     ([], "No values in 'instances' array"),
     ([{"a": 1.0, "c": "x"}], "does not have named input: c"),
     ([{"a": 1.0, "b": "x"}, {"a": 2.0}], "Failed to process element: 1 of 'instances' list. "
-                                         'JSON object: {"a":2.0} keys must be equal to: a,b'),
+                                         'JSON object: {"a":2.0} keys must be equal to: a,b '
+                                         r"\(missing input\(s\): 'b'\)$"),
     ([1.0, 2.0], "instances is a plain list, but expecting list of objects"),
 ])
 def test_rows_errors(instances: object, message: str) -> None:

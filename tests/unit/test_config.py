@@ -71,6 +71,28 @@ def test_bad_settings_name_the_problem(config: dict[str, object], message: str) 
         read_settings(config)
 
 
+@pytest.mark.parametrize("config, message", [
+    ({"PREDICT_TIMEOUT_SECOND": 1},
+     "unknown setting 'PREDICT_TIMEOUT_SECOND'; did you mean 'PREDICT_TIMEOUT_SECONDS'?"),
+    ({"PREDICT_GRPS_DEFAULT_MODLE": "m"},  # a protocol's own section too
+     "unknown setting 'PREDICT_GRPS_DEFAULT_MODLE'; did you mean 'PREDICT_GRPS_DEFAULT_MODEL'?"),
+    ({"PREDICT_FOO_BAR": 1},  # alike in nothing but the prefix: no guess, and no list
+     "unknown setting 'PREDICT_FOO_BAR' (every setting: the configuration reference, "
+     "docs/configuration.md)"),
+    ({"PREDICT_MODEL": {}, "PREDICT_WORKER": 2},
+     "unknown setting 'PREDICT_MODEL'; did you mean 'PREDICT_MODELS'?; unknown setting "
+     "'PREDICT_WORKER'; did you mean 'PREDICT_WORKERS'?"),
+    ({"PREDICT_PROTOCOLS": ["tfservin"]},
+     "PREDICT_PROTOCOLS: unknown protocol 'tfservin'; did you mean 'tfserving'? (choose from "
+     "['aiplatform', 'grps', 'kserve_v2', 'tfserving'])"),
+])
+def test_a_misspelt_setting_gets_the_closest_name_in_one_line(config: dict[str, object],
+                                                              message: str) -> None:
+    with pytest.raises(ConfigError) as caught:
+        read_settings(config)
+    assert caught.value.message == message
+
+
 @pytest.mark.parametrize("entry, message", [
     ({"version_policy": {"newest": {}}}, "unknown version_policy"),
     ({"version_policy": {"specific": {}}}, "needs 'versions'"),

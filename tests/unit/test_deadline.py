@@ -133,6 +133,20 @@ def test_an_armed_timer_of_someone_else_is_left_alone() -> None:
         signal.signal(signal.SIGALRM, previous)
 
 
+def test_a_models_zero_is_no_limit_under_the_apps(make_app: AppFactory, sleepy: Path) -> None:
+    """A model's ``timeout_seconds: 0`` is no limit, not "unset": the app's 0.3 s does not
+    apply to it; a model that sets nothing takes the app's."""
+    app = make_app({"unlimited": sleepy_config(sleepy, timeout_seconds=0),
+                    "default": sleepy_config(sleepy)}, timeout_seconds=0.3)
+    client = app.test_client()
+    answer = client.post("/v1/projects/p/models/unlimited:predict",
+                         json={"instances": [{"sleep": 0.6}]})
+    assert answer.status_code == 200, answer.get_data(as_text=True)
+    answer = client.post("/v1/projects/p/models/default:predict",
+                         json={"instances": [{"sleep": 30}]})
+    assert answer.status_code == 504
+
+
 @pytest.mark.parametrize("timeout", [-1, "soon", True])
 def test_bad_limits_are_refused(make_app: AppFactory, sleepy: Path, timeout: object) -> None:
     with pytest.raises(ConfigError, match="timeout_seconds"):

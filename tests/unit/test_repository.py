@@ -347,7 +347,7 @@ def test_real_sklearn_versions(tmp_path: Path) -> None:
     (base / "3" / "model.joblib").write_bytes(b"not a pickle")
     repository.sync([iris])
     assert repository.get("iris").version == 2
-    assert "not a readable pickle" in repository.model("iris").statuses[3].cause
+    assert "unreadable model file: cannot unpickle it" in repository.model("iris").statuses[3].cause
     features = np.asarray([[5.1, 3.5, 1.4, 0.2]])
     assert repository.get("iris").predictor.predict_tensors({"inputs": features})[
         "predict"].tolist() == [0]
@@ -445,5 +445,5 @@ def test_detection_never_unpickles(tmp_path: Path) -> None:
     assert detect_predictor(str(tmp_path), _spec()) == "sklearn"
     assert not marker.exists()
     (tmp_path / "model.pkl").write_bytes(b"garbage")
-    with pytest.raises(ConfigError, match="not a readable pickle|no class reference"):
+    with pytest.raises(ConfigError, match="unreadable model file: |no class reference"):
         pickled_module(str(tmp_path / "model.pkl"))

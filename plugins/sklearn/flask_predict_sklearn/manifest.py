@@ -6,7 +6,7 @@ import os
 from typing import Any, Mapping
 
 from flask_predict.artifacts import PICKLED_FRAMEWORKS, pickled_module
-from flask_predict.errors import ConfigError
+from flask_predict.errors import ConfigError, UnreadableModel
 from flask_predict.plugins import Manifest
 
 MODEL_FILES = ("model.joblib", "model.pkl")
@@ -23,7 +23,10 @@ def detect(model_dir: str, options: Mapping[str, Any]) -> float:
     if len(present) > 1:
         raise ConfigError(f"several model files in {model_dir!r}: {present}; keep one or set "
                           "'predictor'")
-    module = pickled_module(os.path.join(model_dir, present[0]))
+    try:
+        module = pickled_module(os.path.join(model_dir, present[0]))
+    except UnreadableModel:  # its name says scikit-learn: loading it says what is wrong
+        return 0.5
     return 0.0 if module.split(".")[0] in PICKLED_FRAMEWORKS else 0.5
 
 

@@ -20,10 +20,13 @@ import joblib
 import numpy as np
 
 from flask_predict import (Explanation, FailedPrecondition, InvalidInput, ModelMetadata,
-                           Predictor, Signature, TensorSpec)
+                           PredictError, Predictor, Signature, TensorSpec)
+from flask_predict.artifacts import UNPICKLING_ERRORS, unreadable_pickle
 from flask_predict.codecs import NUMPY_TO_V2, check_shape
+from flask_predict.errors import one_line
 from flask_predict.explanation import cannot_explain
-from flask_predict.tabular import NUMBER, known_categories, read_columns, tabular_signature
+from flask_predict.tabular import (NUMBER, known_categories, read_columns, refused_feature,
+                                   refused_number, tabular_signature)
 from flask_predict.types import DEFAULT_SIGNATURE, Tensor
 
 from .columns import layout
@@ -149,11 +152,12 @@ class SklearnPredictor(Predictor):
                         signature: str | None = None) -> dict[str, Tensor]:
         wanted = outputs or self.default_outputs
         if self.layout is not None:
-            data = self.frame.to_frame(read_columns(inputs, self.layout.columns), self.layout)
+            columns = read_columns(inputs, self.layout.columns)
+            data = self.frame.to_frame(columns, self.layout)
             try:
                 return self.frame.run_methods(self.model, data, wanted)
             except ValueError as exc:  # scikit-learn's input validation
-                raise FailedPrecondition(f"Prediction failed: {exc}")
+                raise refusal(exc, refused_number(columns, **refuses(exc)))
         features = _single_input(inputs)
         check_shape(features, self._metadata.signature.inputs[0])
         try:
@@ -169,7 +173,21 @@ class SklearnPredictor(Predictor):
                     result[method] = np.asarray(getattr(self.model, method)(features))
             return result
         except ValueError as exc:  # scikit-learn's input validation
-            raise FailedPrecondition(f"Prediction failed: {exc}")
+            raise refusal(exc, refused_feature(features, **refuses(exc)))
+
+
+def refuses(exc: ValueError) -> dict[str, bool]:
+    """What scikit-learn's input validation refused (``_assert_all_finite``'s words)."""
+    text = str(exc)
+    return {"missing": "contains NaN" in text, "infinite": "contains infinity" in text}
+
+
+def refusal(exc: ValueError, named: FailedPrecondition | None) -> PredictError:
+    """scikit-learn's refusal of a request as one line: the 400 naming the column that
+    holds the value it refused, else its message's first line."""
+    if named is not None:
+        return named
+    return FailedPrecondition(f"Prediction failed: {one_line(str(exc))}")
 
 
 def load_model(model_dir: str) -> Any:
@@ -177,10 +195,13 @@ def load_model(model_dir: str) -> Any:
     for name in MODEL_FILES:
         path = os.path.join(model_dir, name)
         if os.path.isfile(path):
-            if name.endswith(".joblib"):
-                return joblib.load(path)
-            with open(path, "rb") as file:
-                return pickle.load(file)
+            try:
+                if name.endswith(".joblib"):
+                    return joblib.load(path)
+                with open(path, "rb") as file:
+                    return pickle.load(file)
+            except UNPICKLING_ERRORS as exc:
+                raise unreadable_pickle(path, exc) from None
     raise FileNotFoundError(f"Could not find either model.joblib or model.pkl in {model_dir}")
 
 

@@ -18,7 +18,7 @@ from sklearn.linear_model import LogisticRegression
 from sklearn.pipeline import FeatureUnion, make_pipeline
 from sklearn.preprocessing import OneHotEncoder, OrdinalEncoder, StandardScaler
 
-from flask_predict import InvalidInput
+from flask_predict import FailedPrecondition, InvalidInput
 from flask_predict_sklearn import SklearnPredictor
 
 RNG = np.random.default_rng(0)
@@ -265,3 +265,21 @@ def test_a_vectorizer_that_opens_files_is_refused(tmp_path: Path, wrap: Any) -> 
     joblib.dump(model, folder / "model.joblib")
     with pytest.raises(TypeError, match=r"TfidfVectorizer\(input='filename'\) would read"):
         SklearnPredictor.from_path(str(folder))
+
+
+@pytest.mark.parametrize("bad, said", [(None, "is missing (null or NaN)"),
+                                        (np.inf, "is infinite")])
+def test_a_number_the_model_refuses_is_named_by_its_column(tmp_path: Path, bad: Any,
+                                                           said: str) -> None:
+    """A LogisticRegression fitted on a DataFrame takes no NaN: its refusal (several lines of
+    scikit-learn's advice) answers one line naming the column and the value."""
+    from sklearn.linear_model import LogisticRegression
+
+    people = pd.DataFrame({"plan": [1.0, 2.0, 3.0, 4.0], "tenure": [1.0, 5.0, 2.0, 8.0]})
+    predictor = served(tmp_path, LogisticRegression().fit(people, [0, 1, 0, 1]))
+    tenure = np.array([3.0, np.nan if bad is None else bad])
+    with pytest.raises(FailedPrecondition) as caught:
+        predictor.predict_tensors({"plan": np.array([1.0, 2.0]), "tenure": tenure})
+    assert caught.value.message == (f"column 'tenure': value 1 {said}" + (
+        "; the model takes no missing value there" if bad is None else
+        " (or past the model's float range); the model takes no infinite value"))

@@ -71,13 +71,18 @@ def test_instances_door_keeps_labels(tmp_path: Path) -> None:
         "setosa", "virginica"]
 
 
-@pytest.mark.parametrize("bad", [np.nan, np.inf])
-def test_non_finite_values_get_scikit_learns_error(tmp_path: Path, bad: float) -> None:
+@pytest.mark.parametrize("bad, said", [(np.nan, "is missing (null or NaN)"),
+                                        (np.inf, "is infinite")])
+def test_non_finite_values_scikit_learn_refuses_name_the_feature(tmp_path: Path, bad: float,
+                                                                 said: str) -> None:
+    """scikit-learn's refusal (several lines of advice) as one line naming where it is."""
     predictor = load(tmp_path, binary())
     x = np.zeros((2, 20))
     x[1, 3] = bad
-    with pytest.raises(FailedPrecondition, match="Prediction failed: Input X contains"):
+    with pytest.raises(FailedPrecondition) as caught:
         predictor.predict_tensors({"inputs": x})
+    assert caught.value.message.startswith(f"feature 3: value 1 {said}")
+    assert "\n" not in caught.value.message
 
 
 def test_other_models_keep_scikit_learns_predict(tmp_path: Path) -> None:

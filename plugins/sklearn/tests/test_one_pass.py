@@ -161,9 +161,9 @@ def test_a_derivation_that_disagrees_is_not_used() -> None:
     assert not _agrees(model, wrong)
 
 
-def test_non_finite_rows_get_scikit_learns_error(tmp_path: Path) -> None:
+def test_non_finite_rows_get_scikit_learns_refusal_naming_the_feature(tmp_path: Path) -> None:
     predictor = load(tmp_path, ONE_PASS["logistic-binary"]())
     x = np.zeros((2, WIDTH))
     x[1, 2] = np.nan
-    with pytest.raises(Exception, match="Prediction failed: Input X contains NaN"):
+    with pytest.raises(Exception, match="^feature 2: value 1 is missing"):
         predictor.predict_tensors({"inputs": x})

@@ -60,7 +60,7 @@ def test_metadata_from_the_model(iris: SklearnPredictor) -> None:
 def test_wrong_width_and_nan_are_client_errors(iris: SklearnPredictor) -> None:
     with pytest.raises(InvalidInput, match=r"expected shape \[-1, 4\], got \[1, 3\]"):
         iris.predict([[1.0, 2.0, 3.0]])
-    with pytest.raises(FailedPrecondition, match="NaN"):
+    with pytest.raises(FailedPrecondition, match=r"^feature 3: value 0 is missing \(null or NaN\)"):
         iris.predict([[1.0, 2.0, 3.0, float("nan")]])
 
 

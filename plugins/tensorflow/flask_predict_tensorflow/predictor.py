@@ -20,13 +20,14 @@ from typing import Any, Mapping, Sequence
 
 import numpy as np
 import tensorflow as tf
-from google.protobuf import json_format
+from google.protobuf import json_format, message, text_format
 from tensorflow.core.protobuf import config_pb2, meta_graph_pb2, saved_model_pb2
 from tensorflow.python.client import pywrap_tf_session as tf_session
 from tensorflow.python.saved_model.loader_impl import SavedModelLoader
 
 from flask_predict import InvalidInput, ModelMetadata, Predictor, deadline
-from flask_predict.errors import DeadlineExceeded
+from flask_predict.artifacts import empty
+from flask_predict.errors import DeadlineExceeded, UnreadableModel, one_line
 from flask_predict.types import (Classification, Example, InferenceRequest, Signature,
                                  Tensor, TensorSpec)
 
@@ -57,7 +58,12 @@ class TensorFlowPredictor(Predictor):
         self.graph = tf.Graph()
         self.session = tf.compat.v1.Session(graph=self.graph)
         with self.graph.as_default():  # what the deprecated loader.load() calls
-            SavedModelLoader(model_dir).load(self.session, list(tags))
+            try:
+                SavedModelLoader(model_dir).load(self.session, list(tags))
+            except (tf.errors.DataLossError, tf.errors.OutOfRangeError) as exc:
+                raise UnreadableModel(f"the SavedModel's variables are cut short or corrupt "
+                                      f"({type(exc).__name__}: {one_line(exc.message)})"
+                                      ) from None
         self._metadata = ModelMetadata(
             platform="tensorflow",
             signatures={name: _signature(sig) for name, sig in self.signature_defs.items()
@@ -215,14 +221,19 @@ def _read_meta_graph(model_dir: str, tags: Sequence[str]) -> meta_graph_pb2.Meta
     """The MetaGraph with exactly *tags* from ``saved_model.pb`` (or ``.pbtxt``)."""
     saved_model = saved_model_pb2.SavedModel()
     binary = os.path.join(model_dir, "saved_model.pb")
-    if os.path.isfile(binary):
-        with open(binary, "rb") as file:
-            saved_model.ParseFromString(file.read())
-    else:
-        from google.protobuf import text_format
-
-        with open(os.path.join(model_dir, "saved_model.pbtxt"), encoding="utf-8") as file:
-            text_format.Parse(file.read(), saved_model)
+    path = binary if os.path.isfile(binary) else os.path.join(model_dir, "saved_model.pbtxt")
+    if empty(path):
+        raise UnreadableModel("the file is empty")
+    try:
+        if path == binary:
+            with open(binary, "rb") as file:
+                saved_model.ParseFromString(file.read())
+        else:
+            with open(path, encoding="utf-8") as file:
+                text_format.Parse(file.read(), saved_model)
+    except (message.DecodeError, text_format.ParseError, UnicodeDecodeError) as exc:
+        raise UnreadableModel(f"not a SavedModel ({type(exc).__name__}: "
+                              f"{one_line(str(exc))})") from None
     for meta_graph in saved_model.meta_graphs:
         if set(meta_graph.meta_info_def.tags) == set(tags):
             return meta_graph

@@ -11,6 +11,7 @@ import pytest
 pytest.importorskip("tensorflow")
 
 from flask_predict import InvalidInput  # noqa: E402
+from flask_predict.errors import UnreadableModel  # noqa: E402
 from flask_predict.plugins import load_predictor_class  # noqa: E402
 from flask_predict_tensorflow import TensorFlowPredictor, datatype  # noqa: E402
 from flask_predict_tensorflow.devices import configure_devices  # noqa: E402
@@ -174,3 +175,17 @@ def test_configure_devices_without_gpu_runs_on_cpu(half_plus_two: TensorFlowPred
     configure_devices()  # idempotent; on a machine without GPU it changes nothing
     if not tf.config.list_physical_devices("GPU"):
         assert half_plus_two.predict_tensors({"x": floats(1.0)})["y"].tolist() == [2.5]
+
+
+@pytest.mark.parametrize("file, data, why", [
+    ("saved_model.pb", b"", "the file is empty"),
+    ("saved_model.pb", b"\x08\x01garbage", "not a SavedModel (DecodeError: "),
+    ("saved_model.pbtxt", b"meta_graphs { nonsense", "not a SavedModel (ParseError: "),
+])
+def test_an_unreadable_saved_model_says_so_in_one_line(tmp_path: Path, file: str, data: bytes,
+                                                       why: str) -> None:
+    (tmp_path / file).write_bytes(data)
+    with pytest.raises(UnreadableModel) as caught:
+        TensorFlowPredictor.from_path(str(tmp_path))
+    assert caught.value.message.startswith(f"unreadable model file: {why}")
+    assert "\n" not in caught.value.message

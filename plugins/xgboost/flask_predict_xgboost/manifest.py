@@ -6,6 +6,7 @@ import os
 from typing import Any, Mapping
 
 from flask_predict.artifacts import pickled_module
+from flask_predict.errors import UnreadableModel
 from flask_predict.plugins import Manifest
 
 NATIVE_FILES = ("model.bst", "model.json", "model.ubj")
@@ -18,8 +19,11 @@ def detect(model_dir: str, options: Mapping[str, Any]) -> float:
         return 0.9
     for name in PICKLE_FILES:
         path = os.path.join(model_dir, name)
-        if os.path.isfile(path) and pickled_module(path).split(".")[0] == "xgboost":
-            return 0.9
+        try:
+            if os.path.isfile(path) and pickled_module(path).split(".")[0] == "xgboost":
+                return 0.9
+        except UnreadableModel:  # scikit-learn's by its name, and it says what is wrong
+            return 0.0
     return 0.0
 
 

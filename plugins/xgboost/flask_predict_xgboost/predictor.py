@@ -23,6 +23,7 @@ from __future__ import annotations
 import json
 import os
 import pickle
+import re
 from typing import Any, Mapping, Sequence
 
 import joblib
@@ -32,7 +33,10 @@ import xgboost as xgb
 from flask_predict import (Explanation, FailedPrecondition, InvalidInput, ModelMetadata,
                            Predictor, Signature, TensorSpec)
 from flask_predict.codecs import NUMPY_TO_V2, check_shape
-from flask_predict.tabular import code_matrix, read_columns, tabular_signature
+from flask_predict.artifacts import UNPICKLING_ERRORS, empty, unreadable_pickle
+from flask_predict.errors import UnreadableModel
+from flask_predict.tabular import (code_matrix, read_columns, refused_feature, refused_number,
+                                   tabular_signature)
 from flask_predict.types import DEFAULT_SIGNATURE, Tensor
 
 from .columns import feature_properties, layout
@@ -43,6 +47,8 @@ NATIVE_FILES = ("model.bst", "model.json", "model.ubj")
 INPUT = "inputs"
 """The one input of a model without feature names."""
 PICKLE_FILES = ("model.joblib", "model.pkl")
+SOURCE_LINE = re.compile(r"^(?:\[\d\d:\d\d:\d\d\] )?\S+\.(?:cc|h):\d+: ")
+"""Where in XGBoost's own sources a message comes from (its build machine's path)."""
 
 
 class XGBoostPredictor(Predictor):
@@ -141,6 +147,8 @@ class XGBoostPredictor(Predictor):
         infinite) is refused: NaN or null mark a missing value."""
         if self.layout is not None:
             features = code_matrix(read_columns(inputs, self.layout), self.layout, np.float32)
+            refused = refused_number({column.name: features[:, index] for index, column
+                                      in enumerate(self.layout)}, missing=False, infinite=True)
         else:
             if len(inputs) != 1:
                 raise InvalidInput(f"the model takes one input (a batch of feature rows), got "
@@ -150,9 +158,9 @@ class XGBoostPredictor(Predictor):
                 raise InvalidInput("expected a batch of feature rows (a 2-D array), got 1-D")
             check_shape(features, self._metadata.signature.inputs[0])
             features = np.require(features, np.float32, ("C", "A"))
-        if np.isinf(features).any():
-            raise FailedPrecondition("Prediction failed: Input data contains `inf` or a value "
-                                     "too large for float32; NaN or null mark a missing value")
+            refused = refused_feature(features, missing=False, infinite=True)
+        if refused is not None:  # XGBoost's own refusal names no feature
+            raise refused
         return features
 
     def _predict(self, features: Tensor, outputs: Sequence[str] | None) -> dict[str, Tensor]:
@@ -165,7 +173,7 @@ class XGBoostPredictor(Predictor):
             return {method: np.asarray(getattr(self.model, method)(features))
                     for method in wanted}
         except xgb.core.XGBoostError as exc:
-            raise FailedPrecondition(f"Prediction failed: {_first_line(exc)}")
+            raise FailedPrecondition(f"Prediction failed: {_words(exc)}")
 
 
 def load_model(model_dir: str) -> xgb.Booster | xgb.XGBModel:
@@ -184,8 +192,12 @@ def load_model(model_dir: str) -> xgb.Booster | xgb.XGBModel:
             else:
                 with open(path, "rb") as file:
                     model = pickle.load(file)
-        except (KeyError, pickle.UnpicklingError, EOFError):  # a native model, pickle's name
-            return _native_booster(path)
+        except (KeyError, pickle.UnpicklingError, EOFError) as exc:
+            if empty(path) or not _native_format(path):
+                raise unreadable_pickle(path, exc) from None
+            return _native_booster(path)  # a native model under pickle's name
+        except UNPICKLING_ERRORS as exc:
+            raise unreadable_pickle(path, exc) from None
         if not isinstance(model, (xgb.Booster, xgb.XGBModel)):
             raise TypeError(f"{path} holds a {type(model).__module__}.{type(model).__name__}, "
                             "not an XGBoost model")
@@ -195,11 +207,27 @@ def load_model(model_dir: str) -> xgb.Booster | xgb.XGBModel:
 
 
 def _native_booster(path: str) -> xgb.Booster:
-    """Load a JSON or UBJSON model file whatever its name (XGBoost sniffs the content)."""
-    booster = xgb.Booster()
+    """Load a JSON or UBJSON model file whatever its name (XGBoost sniffs the content).
+
+    :raises UnreadableModel: the file is empty (XGBoost would abort the process) or XGBoost
+        cannot parse it.
+    """
     with open(path, "rb") as file:
-        booster.load_model(bytearray(file.read()))
+        data = bytearray(file.read())
+    if not data:
+        raise UnreadableModel("the file is empty")
+    booster = xgb.Booster()
+    try:
+        booster.load_model(data)
+    except xgb.core.XGBoostError as exc:
+        raise UnreadableModel(f"not an XGBoost model (JSON or UBJSON): {_words(exc)}") from None
     return booster
+
+
+def _native_format(path: str) -> bool:
+    """Whether *path* starts as XGBoost's JSON or UBJSON does (``{``)."""
+    with open(path, "rb") as file:
+        return file.read(1) == b"{"
 
 
 def _saved_threads(booster: xgb.Booster) -> int:
@@ -209,6 +237,11 @@ def _saved_threads(booster: xgb.Booster) -> int:
         return int(generic.get("nthread", "0") or 0)
     except (xgb.core.XGBoostError, KeyError, ValueError):
         return 0
+
+
+def _words(exc: Exception) -> str:
+    """XGBoost's message in one line, without its time or where in its sources it was."""
+    return SOURCE_LINE.sub("", _first_line(exc))
 
 
 def _first_line(exc: Exception) -> str:

@@ -117,8 +117,10 @@ def test_named_numbers_take_columns_rows_or_one_matrix(tmp_path: Path) -> None:
     as_matrix = predictor.predict_tensors({"inputs": sent.to_numpy()})["predict"]
     np.testing.assert_array_equal(by_column, expected)
     np.testing.assert_array_equal(as_matrix, expected)
-    with pytest.raises(FailedPrecondition, match="inf"):
+    with pytest.raises(FailedPrecondition, match="^column 'width': value 0 is infinite"):
         predictor.predict_tensors({"width": np.array([np.inf]), "height": np.array([1.0])})
+    with pytest.raises(FailedPrecondition, match="^column 'height': value 0 is infinite"):
+        predictor.predict_tensors({"inputs": np.array([[1.0, np.inf]])})
 
 
 def test_categories_saved_without_names_take_their_codes(tmp_path: Path) -> None:

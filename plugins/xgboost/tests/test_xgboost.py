@@ -35,9 +35,9 @@ def test_width_is_checked_both_ways(booster: XGBoostPredictor) -> None:
             booster.predict([row])
 
 
-def test_infinity_is_refused(booster: XGBoostPredictor) -> None:
-    with pytest.raises(FailedPrecondition, match="inf"):
-        booster.predict([[math.inf, 0, 0, 0]])
+def test_infinity_is_refused_naming_the_feature(booster: XGBoostPredictor) -> None:
+    with pytest.raises(FailedPrecondition, match="^feature 2: value 1 is infinite"):
+        booster.predict([[0, 0, 0, 0], [0, 0, -math.inf, 0]])
 
 
 def test_metadata(booster: XGBoostPredictor) -> None:

@@ -74,7 +74,7 @@ def test_bad_json_and_a_failing_predictor(client: FlaskClient) -> None:
     assert envelope(failed, 500, "INTERNAL") == "model 'echo' failed to predict"
     refused = client.post(ENDPOINT.format("xgb") + ":predict",
                           data=b'{"instances": [[Infinity, 0, 0, 0]]}')
-    assert "Prediction failed" in envelope(refused, 400, "FAILED_PRECONDITION")
+    assert "feature 0: value 0 is infinite" in envelope(refused, 400, "FAILED_PRECONDITION")
     raised = client.post(ENDPOINT.format("echo") + ":rawPredict",
                          json={"instances": [1], "fail": True})
     assert raised.status_code == 500 and raised.get_json() == {
