@@ -20,7 +20,7 @@ from importlib.metadata import entry_points
 from typing import Any, Callable, Mapping
 
 from .artifacts import artifact_plugin
-from .errors import ConfigError, PredictorNotFound, did_you_mean
+from .errors import ConfigError, PredictorNotFound, UnreadableModel, did_you_mean
 from .predictor import Predictor
 
 GROUP = "flask_predict.predictors"
@@ -111,11 +111,15 @@ def detect_predictor(model_dir: str, options: Mapping[str, Any],
     """
     candidates = manifests() if candidates is None else candidates
     scores: dict[str, float] = {}
+    unreadable: UnreadableModel | None = None
     for name, manifest in candidates.items():
         if manifest.detect is None:
             continue
         try:
             score = float(manifest.detect(model_dir, options))
+        except UnreadableModel as exc:  # not this plugin's to tell; another may claim it
+            unreadable = exc
+            continue
         except ConfigError:
             raise
         except Exception as exc:
@@ -123,6 +127,8 @@ def detect_predictor(model_dir: str, options: Mapping[str, Any],
             continue
         if score > 0:
             scores[name] = score
+    if not scores and unreadable is not None:
+        raise unreadable
     if not scores:
         known = artifact_plugin(model_dir)
         if known is not None and known[1] not in candidates:
