@@ -35,7 +35,7 @@ ROUTINE = '''
 """A custom predictor for the process-model tests: its load waits while the file its
 config.json names as "gate" is missing; it answers the number in its version folder's
 value.txt (read on every call, so a version closed under a request would fail it), and its
-close() deletes that file."""
+close() deletes that file when config.json says "close_deletes"."""
 import json
 import os
 import time
@@ -59,17 +59,22 @@ class Routine:
         return [[value, os.getpid()] for _ in instances]
 
     def close(self):
-        os.unlink(self.value_file)
+        with open(os.path.join(os.path.dirname(self.value_file), "config.json")) as f:
+            if json.load(f).get("close_deletes"):
+                os.unlink(self.value_file)
 '''
 
 
-def write_routine(base: Path, version: int, value: float, gate: Path | None = None) -> Path:
-    """Version *version* of a routine model, staged and renamed into place."""
+def write_routine(base: Path, version: int, value: float, gate: Path | None = None,
+                  close_deletes: bool = False) -> Path:
+    """Version *version* of a routine model, staged and renamed into place; with
+    *close_deletes*, its ``close()`` deletes the file its ``predict`` reads."""
     staging = base.parent / f".{base.name}-{version}"
     staging.mkdir(parents=True)
     (staging / "predictor.py").write_text(textwrap.dedent(ROUTINE))
     (staging / "value.txt").write_text(str(value))
-    (staging / "config.json").write_text(json.dumps({"gate": str(gate) if gate else None}))
+    (staging / "config.json").write_text(json.dumps({"gate": str(gate) if gate else None,
+                                                     "close_deletes": close_deletes}))
     base.mkdir(parents=True, exist_ok=True)
     staging.rename(base / str(version))
     return base / str(version)
@@ -269,13 +274,13 @@ def test_a_reload_outside_a_rollout(pooled: tuple[GunicornServer, Path]) -> None
 
 def test_a_replaced_shared_version_closes_after_its_last_worker(tmp_path: Path) -> None:
     root = tmp_path / "models"
-    first = write_routine(root / "shared", 1, 1.0)
+    first = write_routine(root / "shared", 1, 1.0, close_deletes=True)
     models = {"shared": routine_entry(root / "shared", shared=True)}
     env = {"FLASK_PREDICT_POLL_SECONDS": str(POLL)}
     with GunicornServer(models, workers=3, env=env, log_path=tmp_path / "log",
                         timeout=180) as server:
         with Traffic(lambda: ask(server, "shared"), lambda: (ready(server), "ready")) as sent:
-            second = write_routine(root / "shared", 2, 2.0)
+            second = write_routine(root / "shared", 2, 2.0, close_deletes=True)
             streak(lambda: ask(server, "shared")[1][0] == 2.0, "version 2 everywhere")
         assert sent.answers and sent.failed == []
         wait_for(lambda: not (first / "value.txt").exists(), "version 1 closed")

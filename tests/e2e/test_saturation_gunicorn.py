@@ -81,8 +81,11 @@ def test_queue_wait_rises_under_a_burst(port: int) -> None:
     before = series(port)
     count = "flask_predict_request_queue_seconds_count"
     burst(port)
-    # every worker writes its counts each second: within one scrape interval
-    wait_for(lambda: series(port).get(count, 0) >= before.get(count, 0) + BURST)
+    # every worker writes its counts each second: within one scrape interval (a request's
+    # wait is counted as it starts, its busy time as it ends)
+    busy = "flask_predict_worker_busy_seconds_total"
+    wait_for(lambda: series(port).get(count, 0) >= before.get(count, 0) + BURST
+             and series(port).get(busy, 0) - before.get(busy, 0) >= BURST * SLEEP)
     after = series(port)
     waited = after[count] - before.get(count, 0)
     under_a_second = (after["flask_predict_request_queue_seconds_bucket{le=1.0}"]

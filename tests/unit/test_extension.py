@@ -81,8 +81,8 @@ def test_missing_plugin_fails_at_boot(tmp_path: Path) -> None:
     (tmp_path / "m" / "1").mkdir(parents=True)
     app = Flask("boot")
     app.config["PREDICT_MODELS"] = {"m": {"base_path": str(tmp_path / "m"),
-                                          "predictor": "onnx"}}
-    with pytest.raises(ConfigError, match="no predictor .onnx.; installed"):
+                                          "predictor": "torchscript"}}
+    with pytest.raises(ConfigError, match="no predictor .torchscript.; installed"):
         FlaskPredict(app)
 
 
