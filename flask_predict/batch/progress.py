@@ -33,7 +33,7 @@ class Summary:
     def __str__(self) -> str:
         blank = f", {self.blank} blank lines skipped" if self.blank else ""
         return (f"{self.rows} instances: {self.predictions} predictions, {self.errors} errors"
-                f"{blank}, in {self.seconds:.1f}s ({self.rate:,.0f} rows/s) -> {self.output}")
+                f"{blank}, in {self.seconds:.2f}s ({self.rate:,.0f} rows/s) -> {self.output}")
 
 
 class Progress:

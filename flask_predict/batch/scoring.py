@@ -13,6 +13,9 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, Mapping
 
+import orjson
+import simdjson
+
 from .. import codecs
 from ..api import Model
 from ..errors import HTTP_STATUS, InvalidInput, PredictError, PredictorFailed
@@ -35,8 +38,17 @@ def score(model: Model, chunk: Chunk, parameters: Mapping[str, Any]) -> Scored:
     outcomes: list[tuple[bool, Any] | None] = []
     wanted: list[int] = []
     instances: list[Any] = []
-    for item in chunk.items:
-        if chunk.json_lines:
+    parsed = _json_values(chunk.items) if chunk.json_lines else None
+    if parsed is not None:  # every line is JSON: the usual chunk, printed at once
+        outcomes_all = predict_each(model, parsed, parameters)
+        if all(ok for ok, _ in outcomes_all):
+            lines = b"".join([b'{"instance":%b,"prediction":%b}\n' % (echo, printed(value))
+                              for echo, (_, value) in zip(chunk.items, outcomes_all)])
+            return Scored(lines, len(parsed), 0, chunk.blank, chunk.read_bytes)
+    for index, item in enumerate(chunk.items):
+        if parsed is not None:
+            echo, instance, error = item, parsed[index], None
+        elif chunk.json_lines:
             echo, instance, error = _json_line(item)
         elif isinstance(item, Unreadable):
             echo, instance, error = codecs.dumps(item.text), None, InvalidInput(item.message)
@@ -56,11 +68,25 @@ def score(model: Model, chunk: Chunk, parameters: Mapping[str, Any]) -> Scored:
     for echo, outcome in zip(echoes, outcomes):
         assert outcome is not None
         ok, value = outcome
-        errors += not ok
-        parts.append(b'{"instance":' + echo + (b',"prediction":' if ok else b',"error":')
-                     + printed(value) + b"}\n")
+        if ok:
+            parts.append(b'{"instance":' + echo + b',"prediction":' + printed(value) + b"}\n")
+        else:
+            errors += 1
+            parts.append(b'{"instance":' + echo + b',"error":' + printed(value) + b"}\n")
     return Scored(b"".join(parts), len(echoes) - errors, errors, chunk.blank,
                   chunk.read_bytes)
+
+
+def _json_values(lines: list[bytes]) -> list[Any] | None:
+    """Every line's JSON value, parsed in one call; ``None`` when a line is not one JSON
+    value (each line is then parsed alone, to answer the bad ones)."""
+    try:
+        # simdjson refuses what it cannot read exactly (an integer past 64 bits, NaN tokens):
+        # those chunks are parsed line by line by codecs.loads, as a server reads them
+        values = simdjson.loads(b"[" + b",".join(lines) + b"]")
+    except (ValueError, RuntimeError):
+        return None
+    return values if isinstance(values, list) and len(values) == len(lines) else None
 
 
 def _json_line(text: bytes) -> tuple[bytes, Any, PredictError | None]:
@@ -102,8 +128,12 @@ def error_body(error: PredictError) -> dict[str, Any]:
 
 
 def printed(value: Any) -> bytes:
-    """*value* as JSON; a prediction JSON cannot carry is printed as its text."""
+    """*value* as JSON (as :func:`codecs.dumps` prints it: NaN and infinities as tokens); a
+    prediction JSON cannot carry is printed as its text."""
     try:
+        fast: bytes = orjson.dumps(value, option=orjson.OPT_SERIALIZE_NUMPY)
+        if b"null" not in fast:
+            return fast
         return codecs.dumps(value)
     except (TypeError, ValueError, RecursionError):
         return codecs.dumps(repr(value))
