@@ -16,7 +16,7 @@ PORT ?= 8501
 PLUGINS := plugins/sklearn plugins/xgboost plugins/custom plugins/tensorflow
 PROJECTS := pyproject.toml $(addsuffix /pyproject.toml,$(PLUGINS))
 SERVER := -e ".[grpc]" $(addprefix -e ,$(PLUGINS))
-TESTED := -e ".[grpc,otel,batch]" $(addprefix -e ,$(PLUGINS))
+TESTED := -e ".[grpc,otel,batch,spark,ray,dask]" $(addprefix -e ,$(PLUGINS))
 SERVING := $(VENV)/.serving
 INSTALLED := $(VENV)/.installed
 

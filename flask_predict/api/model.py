@@ -157,8 +157,10 @@ class Model:
         if self.metadata.request_door:
             return self._service.predict_request(self._loaded, dict(body))
         instances = body.get("instances")
+        if not isinstance(instances, list):
+            raise InvalidInput('Invalid JSON request: "instances" must be a list')
         kwargs = {key: value for key, value in body.items() if key != "instances"}
-        return {"predictions": self.predict_instances(instances, **kwargs)}  # type: ignore[arg-type]
+        return {"predictions": self.predict_instances(instances, **kwargs)}
 
     # --- processes -------------------------------------------------------------------------
 
