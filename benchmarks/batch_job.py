@@ -3,7 +3,7 @@ predictor called directly on the same chunks, for ``lr`` and ``xgb`` (``models.p
 1 and 2 processes; its peak memory as the file grows; Spark's ``mapInPandas`` helper
 against plain pandas on the same frame.
 
-    .venv/bin/python benchmarks/batch_job.py [--rows 1000000] [--no-spark]
+    .venv/bin/python benchmarks/batch_job.py [--rows 1000000] [--no-spark | --spark-only]
 
 The baseline runs in this process: the file's lines parsed (outside the timing) into chunks
 of instances, then ``Model.predict_instances`` on each chunk, which is the predictor's own
@@ -115,9 +115,15 @@ def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--rows", type=int, default=1_000_000)
     parser.add_argument("--no-spark", action="store_true")
+    parser.add_argument("--spark-only", action="store_true")
     args = parser.parse_args()
     with tempfile.TemporaryDirectory() as tmp:
         root = models.train(Path(tmp) / "models")
+        if args.spark_only:
+            spark, pandas = spark_ratio(root / "lr", args.rows)
+            print(f"Spark mapInPandas (local[2]) {spark:,.0f} rows/s, plain pandas "
+                  f"{pandas:,.0f} rows/s: {spark / pandas:.2f}x")
+            return
         small, large = Path(tmp) / "quarter.jsonl", Path(tmp) / "rows.jsonl"
         write_lines(small, args.rows // 4)
         write_lines(large, args.rows)

@@ -27,8 +27,9 @@ def is_frame(data: Any) -> bool:
 def named_inputs(data: Any, signature: Signature, instances_door: bool) -> dict[str, Tensor]:
     """*data* as the named arrays the tensor door takes, as a V2 request would carry them.
 
-    A DataFrame with named columns, for a model fitted on named columns, gives one array per
-    column (checked against the model's, by name). Any other frame (its columns numbered
+    A DataFrame with named columns, for a model fitted on named columns or whose columns
+    are the model's inputs (a TensorFlow signature's), gives one array per column (checked
+    against the model's, by name). Any other frame (its columns numbered
     0, 1, ...; a model without named columns), like a numpy array, is a matrix of rows for
     the model's one input (a table's columns split by position; a custom routine's
     instances, one list per row).
@@ -41,7 +42,8 @@ def named_inputs(data: Any, signature: Signature, instances_door: bool) -> dict[
     names = [spec.name for spec in signature.inputs]
     if is_frame(data):
         labelled = not all(isinstance(name, (int, np.integer)) for name in data.columns)
-        if labelled and signature.tabular and not instances_door:
+        by_name = signature.tabular or {str(name) for name in data.columns} == set(names)
+        if labelled and by_name and not instances_door:
             return {str(name): column_values(data[name]) for name in data.columns}
         matrix = frame_matrix(data)
     elif isinstance(data, np.ndarray):
