@@ -18,7 +18,7 @@ PLUGINS := plugins/sklearn plugins/xgboost plugins/custom plugins/tensorflow plu
 	plugins/catboost plugins/onnx
 PROJECTS := pyproject.toml $(addsuffix /pyproject.toml,$(PLUGINS))
 SERVER := -e ".[grpc]" $(addprefix -e ,$(PLUGINS))
-TESTED := -e ".[grpc,otel,gcs,s3]" $(addprefix -e ,$(PLUGINS))
+TESTED := -e ".[grpc,otel,gcs,s3,batch,spark,ray,dask]" $(addprefix -e ,$(PLUGINS))
 SERVING := $(VENV)/.serving
 INSTALLED := $(VENV)/.installed
 

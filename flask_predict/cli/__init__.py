@@ -1,8 +1,10 @@
-"""The ``flask-predict`` command: ``serve``, ``check DIR``, ``predict DIR``, ``demo DIR``.
+"""The ``flask-predict`` command: ``serve``, ``check DIR``, ``predict DIR``, ``batch DIR``,
+``demo DIR``.
 
 ``serve`` starts gunicorn with the packaged settings (see :mod:`.serve`); ``check`` loads a
 version folder the way a worker would and reports on it (see :mod:`.check`); ``predict``
-runs one prediction in process (see :mod:`.local`); ``demo`` writes the demo models (see
+runs one prediction in process (see :mod:`.local`); ``batch`` runs a batch prediction job
+(see :mod:`.batch`); ``demo`` writes the demo models (see
 :mod:`flask_predict.demo`). An app that embeds the extension gets ``check`` and ``demo``
 under ``flask predict`` (see :mod:`.group`).
 """
@@ -17,7 +19,7 @@ from pathlib import Path
 from typing import Mapping, Sequence
 
 from ..errors import ConfigError
-from . import check, local, serve
+from . import batch, check, local, serve
 
 
 def build_parser(environ: Mapping[str, str] = os.environ) -> argparse.ArgumentParser:
@@ -60,6 +62,14 @@ def build_parser(environ: Mapping[str, str] = os.environ) -> argparse.ArgumentPa
         description="Load a model folder as a server would and print the answer of one "
                     "AI Platform predict request, as gcloud ai-platform local predict does.")
     local.add_arguments(predicting)
+
+    batching = commands.add_parser(
+        "batch", allow_abbrev=False, help="run a batch prediction job",
+        description="Load a model folder as a server would and predict every instance of "
+                    "the input files (JSON lines, CSV, Parquet) into one JSON lines file, as "
+                    "Vertex AI batch prediction does: one line per instance, its prediction "
+                    "or its error.")
+    batch.add_arguments(batching)
 
     demo = commands.add_parser(
         "demo", allow_abbrev=False, help="write the demo models",
@@ -105,6 +115,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 0 if report.ok else 1
     if args.command == "predict":
         return predict(parser, args)
+    if args.command == "batch":
+        return batch.main(parser, args)
     from ..demo import write_demo
 
     write_demo(Path(args.dir))

@@ -2,9 +2,10 @@
 ai-platform local predict`` runs one, for every kind of model the plugins serve (Google's
 custom prediction routines included, which gcloud cannot run locally).
 
-Nothing here loads or predicts by itself: the model is served by an app built with the
-extension (the plugins, detection, options and warm-up a server uses) and asked on the AI
-Platform predict route in process, so the answer printed is the body a server would send.
+Nothing here loads or predicts by itself: the model is loaded by the Python API
+(:class:`flask_predict.api.Model`: the plugins, detection, options and warm-up a server uses)
+and asked the AI Platform predict request, so the answer printed is the body a server's
+``projects.predict`` route would send.
 """
 
 from __future__ import annotations
@@ -14,10 +15,10 @@ import json
 import os
 from typing import IO, Any
 
-from flask import Flask
-
-from ..extension import FlaskPredict, close_app
-from ..vertex_storage import storage_base_path
+from .. import codecs
+from ..api import Model
+from ..api import model_name as model_name
+from ..errors import HTTP_STATUS, PredictError
 from .check import parse_options
 
 FRAMEWORKS = {"tensorflow": "tensorflow", "scikit-learn": "sklearn", "xgboost": "xgboost"}
@@ -131,34 +132,15 @@ def _json(text: bytes | str, what: str) -> Any:
 
 def predict(model_dir: str, body: bytes, predictor: str | None,
             options: dict[str, Any]) -> tuple[int, str]:
-    """Serve *model_dir* in an app of its own, post *body* to its AI Platform predict
-    route and return the status and the answer.
+    """Load *model_dir* as a server would, ask it the AI Platform predict request *body* and
+    return the status and the answer a server would send (``{"error": ...}`` when refused).
 
     :raises flask_predict.errors.ConfigError: the model cannot be loaded (as a server would
         refuse to start).
     """
-    base_path = storage_base_path(os.path.abspath(model_dir))
-    name = model_name(model_dir)
-    entry: dict[str, Any] = {"base_path": base_path, "options": options}
-    if predictor:
-        entry["predictor"] = predictor
-    app = Flask(__name__)
-    app.config.update(PREDICT_MODELS={name: entry}, PREDICT_PROTOCOLS=["aiplatform"],
-                      PREDICT_POLL_SECONDS=0, PREDICT_METRICS=False)
-    FlaskPredict(app)
-    try:
-        response = app.test_client().post(f"/v1/projects/local/models/{name}:predict",
-                                          data=body, content_type="application/json")
-        return response.status_code, response.get_data(as_text=True)
-    finally:
-        close_app(app)
-
-
-def model_name(model_dir: str) -> str:
-    """The model's name in messages: its folder's (a version folder's parent's)."""
-    path = os.path.abspath(model_dir)
-    name = os.path.basename(path)
-    if name.isdigit():
-        name = os.path.basename(os.path.dirname(path))
-    return name.replace(":", "_") or "model"
-
+    with Model.load(model_dir, predictor=predictor, options=options) as model:
+        try:
+            answer = model.predict_request(json.loads(body))
+        except PredictError as exc:
+            return HTTP_STATUS[exc.code], codecs.dumps({"error": exc.message}).decode()
+    return 200, codecs.dumps(answer).decode()

@@ -1,0 +1,148 @@
+"""A batch job's overhead: ``flask-predict batch`` on a JSON lines file against the
+predictor called directly on the same chunks, for ``lr`` and ``xgb`` (``models.py``), with
+1 and 2 processes; its peak memory as the file grows; Spark's ``mapInPandas`` helper
+against plain pandas on the same frame.
+
+    .venv/bin/python benchmarks/batch_job.py [--rows 1000000] [--no-spark | --spark-only]
+
+The baseline runs in this process: the file's lines parsed (outside the timing) into chunks
+of instances, then ``Model.predict_instances`` on each chunk, which is the predictor's own
+``predict`` behind the service's one door. The job runs as users run it, a subprocess, its
+time from start to exit (the model's load included) and its peak resident memory (the
+largest of its processes). Figures are ratios against the baseline of the same run.
+"""
+
+from __future__ import annotations
+
+import argparse
+import re
+import os
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import orjson
+
+HERE = Path(__file__).resolve().parent
+sys.path.insert(0, str(HERE))
+
+import models  # noqa: E402
+
+CHUNK = 1000
+
+
+def write_lines(path: Path, count: int) -> None:
+    """*count* rows of ``models.rows``, one JSON list per line, written a block at a time."""
+    values = models.rows(count)
+    with open(path, "wb") as out:
+        for start in range(0, count, 100_000):
+            out.write(b"".join(orjson.dumps(row, option=orjson.OPT_SERIALIZE_NUMPY) + b"\n"
+                               for row in values[start:start + 100_000]))
+
+
+def direct(model_dir: Path, path: Path) -> float:
+    """Seconds for ``predict_instances`` on every chunk of *path*, parsed beforehand."""
+    from flask_predict.api import Model
+
+    with open(path, "rb") as file:
+        lines = [orjson.loads(line) for line in file]
+    chunks = [lines[i:i + CHUNK] for i in range(0, len(lines), CHUNK)]
+    with Model.load(model_dir) as model:
+        started = time.perf_counter()
+        for chunk in chunks:
+            model.predict_instances(chunk)
+        return time.perf_counter() - started
+
+
+def job(model_dir: Path, path: Path, processes: int) -> tuple[float, float, int]:
+    """Seconds scoring (the job's summary: reading, predicting, writing; not the start-up
+    and the model's load), seconds in all, and peak resident MiB of ``flask-predict batch``
+    on *path*."""
+    command = [str(Path(sys.executable).with_name("flask-predict")), "batch", str(model_dir),
+               "--input", str(path), "--output", str(path.with_suffix(".out.jsonl")),
+               "--processes", str(processes), "--chunk-size", str(CHUNK)]
+    started = time.perf_counter()
+    # a fresh child per run: ru_maxrss of RUSAGE_CHILDREN is the largest process waited for
+    done = subprocess.run([sys.executable, "-c", PEAK, *command], check=True,
+                          capture_output=True, text=True)
+    wall = time.perf_counter() - started
+    scoring = re.search(r" in ([0-9.]+)s ", done.stderr)
+    assert scoring is not None, done.stderr
+    return float(scoring.group(1)), wall, int(done.stdout) // 1024
+
+
+PEAK = """
+import resource, subprocess, sys
+subprocess.run(sys.argv[1:], check=True)
+print(resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss)
+"""
+
+
+def spark_ratio(model_dir: Path, count: int) -> tuple[float, float]:
+    """Rows per second of Spark's helper (local[2], two partitions) and of ``Model.predict``
+    on the same pandas frame of *count* rows, the session started beforehand."""
+    import pandas as pd
+    from pyspark.sql import SparkSession
+
+    from flask_predict.api import Model
+    from flask_predict.engines import spark as on_spark
+
+    os.environ["PYSPARK_PYTHON"] = sys.executable
+    frame = pd.DataFrame(models.rows(count))
+    frame.columns = [f"f{i}" for i in frame.columns]
+    with Model.load(model_dir) as model:
+        started = time.perf_counter()
+        model.predict(frame.to_numpy(), ["predict"])
+        pandas_seconds = time.perf_counter() - started
+    session = (SparkSession.builder.master("local[2]").config("spark.ui.enabled", "false")
+               .config("spark.driver.host", "127.0.0.1")
+               .config("spark.driver.bindAddress", "127.0.0.1").getOrCreate())
+    try:
+        data = session.createDataFrame(frame).repartition(2).cache()
+        data.count()
+        started = time.perf_counter()
+        scored = on_spark.predict(data, str(model_dir), ["predict"])
+        scored.write.format("noop").mode("overwrite").save()
+        spark_seconds = time.perf_counter() - started
+    finally:
+        session.stop()
+    return count / spark_seconds, count / pandas_seconds
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--rows", type=int, default=1_000_000)
+    parser.add_argument("--no-spark", action="store_true")
+    parser.add_argument("--spark-only", action="store_true")
+    args = parser.parse_args()
+    with tempfile.TemporaryDirectory() as tmp:
+        root = models.train(Path(tmp) / "models")
+        if args.spark_only:
+            spark, pandas = spark_ratio(root / "lr", args.rows)
+            print(f"Spark mapInPandas (local[2]) {spark:,.0f} rows/s, plain pandas "
+                  f"{pandas:,.0f} rows/s: {spark / pandas:.2f}x")
+            return
+        small, large = Path(tmp) / "quarter.jsonl", Path(tmp) / "rows.jsonl"
+        write_lines(small, args.rows // 4)
+        write_lines(large, args.rows)
+        print(f"| model | processes | rows/s | scoring time / direct's | wall time, start-up "
+              f"included | peak MiB, {args.rows // 4:,} rows | peak MiB, {args.rows:,} rows |")
+        print("| --- | --- | --- | --- | --- | --- | --- |")
+        for name in ("lr", "xgb"):
+            baseline = direct(root / name, large)
+            print(f"| {name} | direct | {args.rows / baseline:,.0f} | 1.00 | | | |")
+            for processes in (1, 2):
+                _, _, small_peak = job(root / name, small, processes)
+                seconds, wall, peak = job(root / name, large, processes)
+                print(f"| {name} | {processes} | {args.rows / seconds:,.0f} | "
+                      f"{seconds / baseline:.2f} | {wall:.1f}s | {small_peak} | {peak} |")
+        if not args.no_spark:
+            spark, pandas = spark_ratio(root / "lr", args.rows)
+            print(f"\nSpark mapInPandas (local[2]) {spark:,.0f} rows/s, plain pandas "
+                  f"{pandas:,.0f} rows/s: {spark / pandas:.2f}x")
+
+
+if __name__ == "__main__":
+    main()

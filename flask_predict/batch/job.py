@@ -1,0 +1,86 @@
+"""A batch prediction job: input files in, one output line per instance, in order.
+
+Chunks are read here and scored here (one process) or by a pool of processes forked after
+the model loaded (several): each worker uses the copy it inherited, the one model copy of
+the job, set up for its own process (:meth:`Model.after_fork`). At most two chunks per
+worker are in flight, so memory stays flat whatever the input's size.
+"""
+
+from __future__ import annotations
+
+import multiprocessing
+import os
+from collections import deque
+from concurrent.futures import Future, ProcessPoolExecutor
+from typing import IO, Any, Iterable, Iterator, Mapping
+
+from ..api import Model
+from .output import OutputFile
+from .progress import Progress, Summary
+from .reading import ARRAY, Chunk, chunks
+from .scoring import Scored, score
+from .sources import Source
+
+IN_FLIGHT_PER_WORKER = 2
+"""Chunks queued per worker: one scoring, one waiting, so no worker idles between chunks."""
+
+_worker: dict[str, Any] = {}
+"""In a pool worker only: the model it inherited and the request's parameters, set once by
+:func:`_start_worker` (a forked worker's whole state; the parent never sets it)."""
+
+
+def run(model: Model, sources: list[Source], output: str, *, processes: int = 1,
+        chunk_size: int = 1000, instance_type: str = ARRAY,
+        parameters: Mapping[str, Any] | None = None, stream: IO[str] | None = None) -> Summary:
+    """Predict every instance of *sources* with *model* into the file *output*.
+
+    :param processes: scoring processes; above one, *model* should have been loaded with
+        ``warm=False`` (each worker warms its copy up) and this process should not have
+        predicted with it (a native thread pool started before a fork hangs the child).
+    :param parameters: the predict request's other keys, for every chunk.
+    :param stream: where progress shows, when it is a terminal.
+    :raises ConfigError: an input cannot be read in its format.
+    """
+    sizes = [source.size() for source in sources]
+    total = None if None in sizes else sum(size or 0 for size in sizes)
+    progress = Progress(Summary(output), stream, total)
+    read = (chunk for source in sources
+            for chunk in chunks(source, chunk_size, instance_type))
+    with OutputFile(output) as out:
+        for scored in _scored(model, read, processes, dict(parameters or {})):
+            out.write(scored.lines)
+            progress.add(scored.predictions, scored.errors, scored.blank, scored.read_bytes)
+    return progress.done()
+
+
+def _scored(model: Model, read: Iterable[Chunk], processes: int,
+            parameters: dict[str, Any]) -> Iterator[Scored]:
+    if processes <= 1:
+        for chunk in read:
+            yield score(model, chunk, parameters)
+        return
+    threads = max(1, (os.cpu_count() or 1) // processes)
+    context = multiprocessing.get_context("fork")
+    with ProcessPoolExecutor(processes, mp_context=context, initializer=_start_worker,
+                             initargs=(model, threads, parameters)) as pool:
+        pending: deque[Future[Scored]] = deque()
+        try:
+            for chunk in read:
+                pending.append(pool.submit(_score_in_worker, chunk))
+                if len(pending) >= IN_FLIGHT_PER_WORKER * processes:
+                    yield pending.popleft().result()
+            while pending:
+                yield pending.popleft().result()
+        finally:
+            for future in pending:
+                future.cancel()
+
+
+def _start_worker(model: Model, threads: int, parameters: dict[str, Any]) -> None:
+    """A pool worker's start: its inherited copy of *model* made ready here."""
+    model.after_fork(threads)
+    _worker.update(model=model, parameters=parameters)
+
+
+def _score_in_worker(chunk: Chunk) -> Scored:
+    return score(_worker["model"], chunk, _worker["parameters"])
