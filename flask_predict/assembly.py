@@ -31,7 +31,7 @@ from .watcher import UNLOADED_MODELS, Watcher
 
 def assemble(settings: Settings, models: Any = None,
              lookup: PredictorLookup = load_predictor_class, shelf: Shelf | None = None,
-             start: bool = True) -> PredictState:
+             start: bool = True, warm: bool = True) -> PredictState:
     """The core of one app, from *settings* (:func:`flask_predict.config.read_settings`).
 
     *models* is the raw ``PREDICT_MODELS`` value (the watcher re-reads the config file, not
@@ -39,6 +39,7 @@ def assemble(settings: Settings, models: Any = None,
     inherited from its master. Without ``PREDICT_LOAD_IN_BACKGROUND`` every model is loaded
     here, and one that does not load raises :class:`~flask_predict.startup.StartFailed`;
     with it, the watcher loads them on its thread (started here unless *start* is false).
+    *warm* false skips the warm-up requests (a process that forks its workers afterwards).
     """
     metrics = None
     if settings.metrics:
@@ -53,7 +54,7 @@ def assemble(settings: Settings, models: Any = None,
         settings.models, models, settings.model_config_file,
         settings.poll_seconds if watched else None, lookup,
         listener=metrics.model_event if metrics else None, shelf=shelf,
-        load_first=background, unloaded=unloaded)
+        load_first=background, unloaded=unloaded, warm=warm)
     repository.serve_the_rest = not settings.exit_on_load_error
     if not background:  # a model that does not load raises here
         skipped = unloaded.read() if unloaded is not None else frozenset()
@@ -81,7 +82,8 @@ def model_store(specs: tuple[ModelSpec, ...], models: Any, config_file: str | No
                 listener: LoadListener | None = None, shelf: Shelf | None = None,
                 shared: SharedVersion | None = None, load: Loader | None = None,
                 select: Callable[[ModelSpec], bool] | None = None, load_first: bool = False,
-                unloaded: Any = None) -> tuple[ModelRepository, Watcher | None]:
+                unloaded: Any = None, warm: bool = True
+                ) -> tuple[ModelRepository, Watcher | None]:
     """A repository of *specs* and, unless *poll_seconds* is ``None``, the watcher that
     loads and reloads it (every *poll_seconds*; 0: once).
 
@@ -89,8 +91,8 @@ def model_store(specs: tuple[ModelSpec, ...], models: Any, config_file: str | No
     versions it loads), its *load* and *select* (the models with a shared version); an app
     passes the *unloaded* name set of V2's repository extension.
     """
-    repository = ModelRepository(lookup, listener, shelf, warm=shared is None, shared=shared,
-                                 load=load)
+    repository = ModelRepository(lookup, listener, shelf, warm=warm and shared is None,
+                                 shared=shared, load=load)
     if load_first:
         skipped = unloaded.read() if unloaded is not None else frozenset()
         repository.announce(spec for spec in specs if spec.name not in skipped)

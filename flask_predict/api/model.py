@@ -14,14 +14,12 @@ from typing import Any, Mapping, Sequence
 import numpy as np
 
 from .. import codecs, runtime
+from ..assembly import assemble
 from ..config import read_settings
 from ..errors import ConfigError, InvalidInput, PredictorFailed
-from ..plugins import load_predictor_class
 from ..predictor import Predictor
-from ..repository import ModelRepository
 from ..served import LoadedVersion
 from ..service import ModelService
-from ..startup import check_first_load
 from ..types import InferenceRequest, ModelMetadata, Signature, Tensor
 from ..vertex_storage import storage_base_path
 from ..warmup import warm_up
@@ -71,10 +69,7 @@ class Model:
             entry["version_policy"] = {"specific": {"versions": [version]}}
         settings = read_settings({"PREDICT_MODELS": {name: entry}, "PREDICT_POLL_SECONDS": 0,
                                   "PREDICT_METRICS": False})
-        repository = ModelRepository(load_predictor_class, warm=warm)
-        repository.sync(settings.models)
-        check_first_load(repository.models(), True)
-        return cls(ModelService(repository, 0.0, settings.timeout_seconds), name)
+        return cls(assemble(settings, warm=warm).service, name)
 
     # --- what it is ------------------------------------------------------------------------
 
