@@ -30,13 +30,13 @@ import joblib
 import numpy as np
 import xgboost as xgb
 
-from flask_predict import (Explanation, FailedPrecondition, InvalidInput, ModelMetadata,
-                           Predictor, Signature, TensorSpec)
-from flask_predict.codecs import NUMPY_TO_V2, check_shape
+from flask_predict import (Explanation, FailedPrecondition, ModelMetadata, Predictor,
+                           Signature, TensorSpec)
+from flask_predict.codecs import NUMPY_TO_V2
 from flask_predict.artifacts import UNPICKLING_ERRORS, empty, unreadable_pickle
 from flask_predict.errors import UnreadableModel
-from flask_predict.tabular import (code_matrix, read_columns, refused_feature, refused_number,
-                                   tabular_signature)
+from flask_predict.tabular import (code_matrix, feature_rows, read_columns, refused_feature,
+                                   refused_number, tabular_signature)
 from flask_predict.types import DEFAULT_SIGNATURE, Tensor
 
 from .columns import feature_properties, layout
@@ -150,13 +150,7 @@ class XGBoostPredictor(Predictor):
             refused = refused_number({column.name: features[:, index] for index, column
                                       in enumerate(self.layout)}, missing=False, infinite=True)
         else:
-            if len(inputs) != 1:
-                raise InvalidInput(f"the model takes one input (a batch of feature rows), got "
-                                   f"{len(inputs)}: {sorted(inputs)}")
-            (features,) = inputs.values()
-            if features.ndim == 1:
-                raise InvalidInput("expected a batch of feature rows (a 2-D array), got 1-D")
-            check_shape(features, self._metadata.signature.inputs[0])
+            features = feature_rows(inputs, self._metadata.signature.inputs[0])
             features = np.require(features, np.float32, ("C", "A"))
             refused = refused_feature(features, missing=False, infinite=True)
         if refused is not None:  # XGBoost's own refusal names no feature
