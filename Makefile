@@ -7,7 +7,10 @@
 # and `make dist`: one wheel per distribution (flask-predict and each bundled plugin) in dist/.
 #
 # Packages install with uv (itself installed into the venv by pip): from a warm cache the
-# serving set, TensorFlow included, installs in seconds where pip takes minutes.
+# serving set, TensorFlow included, installs in seconds where pip takes minutes. uv compiles
+# their bytecode as pip does (it does not by default): every gunicorn worker, CLI run and engine
+# process imports TensorFlow, pandas and scikit-learn, and where no .pyc can be written
+# (PYTHONDONTWRITEBYTECODE, a read-only image) each one would compile them again.
 PYTHON ?= python3
 VENV ?= .venv
 PY := $(VENV)/bin/python
@@ -34,13 +37,13 @@ install-serving: $(SERVING)
 $(SERVING): $(PROJECTS)
 	$(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install --disable-pip-version-check --progress-bar off "uv>=0.5"
-	$(UV) pip install --python $(PY) $(SERVER)
+	$(UV) pip install --compile-bytecode --python $(PY) $(SERVER)
 	touch $@
 
 # resolved together with the server, so that no test tool downgrades what the server needs
 # under it (protobuf for the gRPC health service, say)
 $(INSTALLED): $(SERVING) requirements-test.txt
-	$(UV) pip install --python $(PY) $(TESTED) -r requirements-test.txt
+	$(UV) pip install --compile-bytecode --python $(PY) $(TESTED) -r requirements-test.txt
 	touch $@
 
 demo: $(SERVING)
@@ -60,6 +63,7 @@ system-deps:
 	.ci/install-system-deps
 
 test: install
+	$(PY) -m compileall -q flask_predict plugins
 	$(PY) -m pytest $(PYTEST_ARGS)
 
 # no real gunicorn server, no TensorFlow: the quick loop while editing (make test before a push)
