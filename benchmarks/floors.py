@@ -4,7 +4,7 @@
   the most any WSGI server process on this machine can answer.
 * ``flask_app``: the cheapest Flask view doing the same; Flask's own per-request cost.
 
-``gunicorn -w 2 -k flask_predict.sync_worker.SyncWorker --chdir benchmarks floors:bare`` (or
+``gunicorn -w 2 -k flask_predict.process.sync_worker.SyncWorker --chdir benchmarks floors:bare`` (or
 ``floors:flask_app``): the worker class flask-predict's own settings name, so a floor is the
 same gunicorn as the server it bounds.
 """
@@ -18,7 +18,7 @@ from typing import Any, Callable, Iterable
 from flask import Flask, Response, request
 
 ANSWER = b'{"predictions":[0]}'
-WORKER_CLASS = "flask_predict.sync_worker.SyncWorker"
+WORKER_CLASS = "flask_predict.process.sync_worker.SyncWorker"
 
 
 def bare(environ: dict[str, Any],

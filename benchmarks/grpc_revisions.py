@@ -27,7 +27,7 @@ import json, subprocess, sys, time
 from flask import Flask
 sys.path.insert(0, sys.argv[1])
 from flask_predict import FlaskPredict
-from flask_predict.server import start_grpc
+from flask_predict.process.server import start_grpc
 from flask_predict_sklearn import SklearnPredictor
 app = Flask("bench")
 app.config.update(PREDICT_MODELS={"lr": {"base_path": sys.argv[2] + "/lr",

@@ -63,7 +63,7 @@ def make_app(root: Path) -> Any:
     os.environ["FLASK_PREDICT_THREADS"] = "1"
     os.environ["OMP_NUM_THREADS"] = "1"  # what a worker's process setup gives both plugins
     os.environ["FLASK_PREDICT_POLL_SECONDS"] = "0"
-    from flask_predict import metrics
+    from flask_predict.observability import metrics
 
     metrics.FLUSH_SECONDS = 60.0
     import wsgi

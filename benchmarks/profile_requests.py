@@ -89,7 +89,7 @@ def make_app(models_dir: Path) -> Any:
     os.environ["FLASK_PREDICT_MODELS"] = json.dumps(config)
     os.environ["FLASK_PREDICT_THREADS"] = "1"  # a gunicorn worker's share of 2 cores
     os.environ["FLASK_PREDICT_POLL_SECONDS"] = "0"
-    from flask_predict import metrics
+    from flask_predict.observability import metrics
 
     metrics.FLUSH_SECONDS = 60.0
     import wsgi

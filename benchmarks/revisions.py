@@ -50,7 +50,7 @@ plugins = {"lr": "sklearn", "xgb": "xgboost"}
 app.config.update(PREDICT_MODELS={m: {"base_path": f"{models}/{m}", "predictor": p}
                                   for m, p in plugins.items()}, PREDICT_POLL_SECONDS=0)
 if len(sys.argv) > 5 and sys.argv[5] == "bare":  # the core alone: no metrics, no access log
-    from flask_predict.config import DEFAULTS
+    from flask_predict.settings.config import DEFAULTS
     for key, off in (("PREDICT_METRICS", False), ("PREDICT_ACCESS_LOG", None)):
         if key in DEFAULTS:
             app.config[key] = off

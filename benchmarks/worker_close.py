@@ -1,4 +1,4 @@
-"""The packaged sync worker (``flask_predict.sync_worker.SyncWorker``: a connection whose
+"""The packaged sync worker (``flask_predict.process.sync_worker.SyncWorker``: a connection whose
 request was read whole is closed at once) against gunicorn's own ``sync`` worker (it waits
 for each client to close first), for flask-predict's AI Platform route and for the Flask
 floor view, 2 workers each, issue 14's one-row and 100-row scenarios.

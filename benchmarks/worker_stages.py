@@ -76,15 +76,15 @@ def _instrumented_app() -> Any:
     from gunicorn.http import parser as gunicorn_parser, wsgi as gunicorn_wsgi
     from gunicorn.workers import sync as gunicorn_sync
 
-    import flask_predict.access_log as access_log
-    import flask_predict.metrics as metrics
-    import flask_predict.observe as observe
+    import flask_predict.observability.access_log as access_log
+    import flask_predict.observability.metrics as metrics
+    import flask_predict.web.observe as observe
     import flask_predict.predictor as predictor
     import flask_predict.protocols.aiplatform.instances as instances
-    import flask_predict.sync_worker as sync_worker
+    import flask_predict.process.sync_worker as sync_worker
     import flask_predict.protocols.aiplatform.ml as ml
-    from flask_predict import deadline
-    from flask_predict.service import ModelService
+    from flask_predict.core import deadline
+    from flask_predict.core.service import ModelService
     from flask_predict.wsgi import app
     from flask_predict_sklearn.predictor import SklearnPredictor
 

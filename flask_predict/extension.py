@@ -1,7 +1,7 @@
 """The Flask extension: read settings, load models, register the protocol blueprints.
 
 ``init_app`` changes nothing in the process beyond the app it is given: thread pools, GPU
-placement and ``gc.freeze`` are the server's business (:mod:`flask_predict.server`), unless
+placement and ``gc.freeze`` are the server's business (:mod:`flask_predict.process.server`), unless
 ``PREDICT_MANAGE_PROCESS`` asks for them.
 """
 
@@ -11,16 +11,17 @@ import logging
 
 from flask import Flask
 
-from . import observe, runtime
-from .assembly import assemble
-from .config import read_settings
-from .current import get_state
+from .core import runtime
+from .core.assembly import assemble
+from .core.state import EXTENSION_KEY
+from .models.plugins import check_predictor_class, load_predictor_class
+from .models.sharing import inherited
 from .openapi.view import bp as openapi
-from .plugins import check_predictor_class, load_predictor_class
 from .predictor import Predictor
 from .protocols import descriptors
-from .sharing import inherited
-from .state import EXTENSION_KEY
+from .settings.config import read_settings
+from .web import observe
+from .web.current import get_state
 
 logger = logging.getLogger(__name__)
 

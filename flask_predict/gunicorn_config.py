@@ -3,7 +3,7 @@
 imports the app itself; the models every worker can share (scikit-learn, XGBoost) are loaded
 once, in the master, and inherited through the fork (``when_ready``); each worker loads the
 others (TensorFlow) itself. Hooks only log or delegate
-(to :mod:`flask_predict.server`); model logic lives in flask_predict.
+(to :mod:`flask_predict.process.server`); model logic lives in flask_predict.
 
 Environment: ``PORT`` (else Vertex AI's ``AIP_HTTP_PORT``, else TF Serving's 8501, as for
 ``flask-predict serve``), ``HOST`` (0.0.0.0), ``WEB_CONCURRENCY`` (workers, default 2),
@@ -17,8 +17,8 @@ from __future__ import annotations
 import os
 from typing import Any
 
-from . import master, server, server_logs
 from .cli.serve import DEFAULT_REST_PORT
+from .process import master, server, server_logs
 
 __all__ = ["bind", "workers", "worker_class", "preload_app", "timeout", "graceful_timeout",
            "worker_tmp_dir", "keepalive", "control_socket_disable", "logger_class",
@@ -33,16 +33,16 @@ bind = f"{os.environ.get('HOST', '0.0.0.0')}:{_port}"
 workers = int(os.environ.get("WEB_CONCURRENCY", "2"))
 #   worker_class - gunicorn's sync worker, closing a connection as soon as its request,
 #       read whole, is answered, instead of waiting for the client to close first
-#       (flask_predict.sync_worker); ``-k sync`` is gunicorn's own.
-worker_class = "flask_predict.sync_worker.SyncWorker"
+#       (flask_predict.process.sync_worker); ``-k sync`` is gunicorn's own.
+worker_class = "flask_predict.process.sync_worker.SyncWorker"
 #   preload_app - False: the app (and TensorFlow, which hangs in a forked child once the
 #       parent has imported it) loads in each worker after the fork. The shareable models
-#       load in the master all the same (when_ready, flask_predict.sharing), with every
+#       load in the master all the same (when_ready, flask_predict.models.sharing), with every
 #       native pool at one thread there, so no OpenMP pool reaches a worker.
 preload_app = False
 #   timeout - the longest single request a sync worker may take (the master kills a worker
 #       silent for longer); predictor calls stop at 80% of it with the protocol's timeout
-#       error (flask_predict.deadline). Models load in the background while the worker beats.
+#       error (flask_predict.core.deadline). Models load in the background while the worker beats.
 timeout = int(os.environ.get("GUNICORN_TIMEOUT", "60"))
 graceful_timeout = 30
 #   worker_tmp_dir - each worker's heartbeat is a chmod of a file here before every request:
@@ -57,7 +57,7 @@ keepalive = 2
 control_socket_disable = True
 #   logger_class - gunicorn's logger, its lines in PREDICT_LOG_FORMAT (JSON: every line of
 #       the master and the workers is one JSON object).
-logger_class = "flask_predict.server_logs.ServerLogger"
+logger_class = "flask_predict.process.server_logs.ServerLogger"
 
 
 # gRPC (FLASK_PREDICT_GRPC_PORT) runs in each worker, started after the fork.

@@ -13,10 +13,10 @@ import os
 from flask import Flask, Response, request
 from werkzeug.exceptions import HTTPException, MethodNotAllowed, NotFound
 
-from .config import STANDALONE_DEFAULTS, config_from_environ
 from .extension import FlaskPredict
+from .process.url_cache import MatchCachingMap
 from .protocols._http import json_response
-from .url_cache import MatchCachingMap
+from .settings.config import STANDALONE_DEFAULTS, config_from_environ
 
 predict = FlaskPredict()
 

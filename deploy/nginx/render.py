@@ -19,7 +19,7 @@ from pathlib import Path
 from typing import Mapping
 
 from flask_predict.cli.serve import DEFAULT_REST_PORT
-from flask_predict.config import DEFAULTS
+from flask_predict.settings.config import DEFAULTS
 
 
 def values(environ: Mapping[str, str]) -> dict[str, str]:

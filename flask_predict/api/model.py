@@ -13,16 +13,17 @@ from typing import Any, Mapping, Sequence
 
 import numpy as np
 
-from .. import codecs, runtime
-from ..assembly import assemble
-from ..config import read_settings
+from .. import codecs
+from ..core import runtime
+from ..core.assembly import assemble
+from ..core.service import ModelService
 from ..errors import ConfigError, InvalidInput, PredictorFailed
+from ..models.served import LoadedVersion
+from ..models.warmup import warm_up
 from ..predictor import Predictor
-from ..served import LoadedVersion
-from ..service import ModelService
+from ..settings.config import read_settings
+from ..settings.vertex_storage import storage_base_path
 from ..types import InferenceRequest, ModelMetadata, Signature, Tensor
-from ..vertex_storage import storage_base_path
-from ..warmup import warm_up
 from .inputs import frame_rows, is_frame, named_inputs
 
 

@@ -8,8 +8,9 @@ import json
 import sys
 from typing import Any
 
-from .. import batch, runtime
+from .. import batch
 from ..api import Model
+from ..core import runtime
 from ..errors import ConfigError
 from .check import parse_options
 

@@ -4,10 +4,10 @@ each version says about itself, without starting a server.
 *PATH* is what ``serve`` takes: a model's base path (its numbered version folders beneath,
 as ``--model_base_path``) or a model config file (``--model_config_file``). The check runs
 ``serve``'s own loading rules, nothing of its own: the model configuration read as the
-server reads it (:func:`flask_predict.model_config.load_models`), the master's check
-(:func:`flask_predict.startup.check_models`), a worker's first load
-(:meth:`flask_predict.repository.ModelRepository.sync`, warm-up included) and the start-up
-rule (:func:`flask_predict.startup.failures`). So it agrees with ``serve`` on every folder.
+server reads it (:func:`flask_predict.settings.model_config.load_models`), the master's check
+(:func:`flask_predict.core.startup.check_models`), a worker's first load
+(:meth:`flask_predict.models.repository.ModelRepository.sync`, warm-up included) and the start-up
+rule (:func:`flask_predict.core.startup.failures`). So it agrees with ``serve`` on every folder.
 """
 
 from __future__ import annotations
@@ -17,15 +17,15 @@ import os
 from dataclasses import dataclass, field
 from typing import Any, Callable, Mapping
 
-from ..artifacts import version_folders, version_path
+from ..core.assembly import model_store
+from ..core.startup import check_models, failures
 from ..errors import ConfigError
-from ..model_config import load_models
-from ..plugins import installed_names, load_predictor_class
+from ..models.artifacts import version_folders, version_path
+from ..models.plugins import installed_names, load_predictor_class
+from ..models.repository import plugin_for
+from ..models.served import ServedModel
 from ..predictor import Predictor
-from ..assembly import model_store
-from ..repository import plugin_for
-from ..served import ServedModel
-from ..startup import check_models, failures
+from ..settings.model_config import load_models
 from ..types import ModelMetadata, ModelSpec, TensorSpec
 
 PredictorLookup = Callable[[str], "type[Predictor]"]

@@ -1,5 +1,5 @@
 """The gRPC side of authentication: the same tokens and admin rule as the HTTP routes
-(:mod:`flask_predict.auth`), read from call metadata.
+(:mod:`flask_predict.web.auth`), read from call metadata.
 
 Every rpc needs one of ``PREDICT_AUTH_TOKENS`` (or an admin token) when tokens are
 configured, sent as ``authorization: Bearer <token>`` or ``x-api-key: <token>``; the health
@@ -22,11 +22,11 @@ from typing import Any, Callable
 
 import grpc
 
-from ..config import Settings
+from ..core.record import ADMIN_VERB
+from ..core.tokens import presented_token, token_matches
 from ..errors import PermissionDenied, PredictError, Unauthenticated
 from ..protocols import descriptors
-from ..record import ADMIN_VERB
-from ..tokens import presented_token, token_matches
+from ..settings.config import Settings
 from .handlers import GRPC_STATUS
 
 OPEN_PREFIXES = ("/grpc.health.v1.Health/",)

@@ -3,7 +3,7 @@
 A servicer is a plain object with one method per rpc of its service, taking the request
 message and returning the answer (or yielding answers, for a server-streaming rpc). The
 handlers built here deserialize with the classes of :mod:`.messages`, open and close each
-call's scope (:mod:`flask_predict.scope`: the same record, metrics and access line as a REST
+call's scope (:mod:`flask_predict.core.scope`: the same record, metrics and access line as a REST
 request, protocol ``<name>_grpc``, the verb its protocol's descriptor names, the client's
 deadline), turn any :class:`~flask_predict.errors.PredictError` into its status code and
 message, and anything else into ``INTERNAL`` with a generic message (the cause is logged,
@@ -21,9 +21,9 @@ from typing import Any, Callable, Iterator
 import grpc
 from google.protobuf.message import DecodeError
 
+from ..core.scope import Scopes, probe_answer
 from ..errors import Code, InvalidInput, PredictError
 from ..protocols import Protocol
-from ..scope import Scopes, probe_answer
 from .carrier import GrpcTransport
 from .messages import POOL, message_class
 

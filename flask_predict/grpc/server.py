@@ -18,10 +18,10 @@ import grpc
 from grpc_health.v1 import health, health_pb2, health_pb2_grpc
 from grpc_reflection.v1alpha import reflection, reflection_pb2
 
+from . import messages
+from ..core.state import PredictState
 from ..errors import ConfigError
 from ..protocols import descriptors
-from ..state import PredictState
-from . import messages
 from .auth import CallGuard, TokenInterceptor
 from .handlers import service_handler
 

@@ -8,8 +8,8 @@ import re
 from importlib.metadata import PackageNotFoundError, version as package_version
 from typing import TYPE_CHECKING
 
-from ..config import STANDALONE_DEFAULTS, Settings, read_settings
 from ..protocols import descriptor, descriptors
+from ..settings.config import STANDALONE_DEFAULTS, Settings, read_settings
 from .schemas import Part, Schema, operation, response, shared_components
 
 if TYPE_CHECKING:

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from typing import Any, Callable, NamedTuple
 
-from ..config import Settings
+from ..settings.config import Settings
 
 Schema = dict[str, Any]
 """A JSON Schema (OpenAPI 3.1 uses JSON Schema 2020-12) or any other document object."""

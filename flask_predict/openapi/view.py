@@ -6,8 +6,8 @@ from flask import Blueprint, Response
 from flask.blueprints import BlueprintSetupState
 from flask.typing import ResponseReturnValue
 
-from ..current import get_state
-from ..state import EXTENSION_KEY
+from ..core.state import EXTENSION_KEY
+from ..web.current import get_state
 from .document import BLUEPRINT, build_document, dumps
 
 bp = Blueprint(BLUEPRINT, __name__)

@@ -7,7 +7,7 @@ each model's entry; :mod:`.kept` holds a sampled request's bodies and renders th
 :mod:`.entry` is the record; :mod:`.sinks` and :mod:`.cloudevents` write it.
 """
 
-from ..transport import NOT_KEPT, Body, Kept
+from ..core.transport import NOT_KEPT, Body, Kept
 from .kept import KeptBytes, KeptStream, render_bytes
 from .log import OUTCOMES, PayloadLog
 from .settings import DEFAULTS, PayloadSettings, Policy

@@ -21,8 +21,8 @@ from __future__ import annotations
 from datetime import datetime, timezone
 from typing import Any
 
-from ..record import RequestRecord
-from ..transport import NOT_KEPT, Body, Kept
+from ..core.record import RequestRecord
+from ..core.transport import NOT_KEPT, Body, Kept
 
 
 class Entry:

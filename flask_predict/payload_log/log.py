@@ -22,14 +22,14 @@ import time
 import weakref
 from typing import TYPE_CHECKING, Any
 
-from ..record import INFERENCE_VERBS, RequestRecord
+from ..core.record import INFERENCE_VERBS, RequestRecord
 from .entry import Entry
 from .settings import PayloadSettings
 from .sinks import open_sink
 
 if TYPE_CHECKING:
-    from ..metrics import Metrics
-    from ..transport import Transport
+    from ..core.transport import Transport
+    from ..observability.metrics import Metrics
 
 logger = logging.getLogger(__name__)
 

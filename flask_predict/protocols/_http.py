@@ -12,12 +12,13 @@ from flask.typing import ResponseReturnValue
 from werkzeug.exceptions import ClientDisconnected, HTTPException, RequestEntityTooLarge
 from werkzeug.routing import RoutingException
 
-from .. import codecs, memory
-from ..current import get_state
+from .. import codecs
+from ..core import memory
+from ..core.record import current_request
+from ..core.scope import probe_answer
+from ..core.state import PredictState
 from ..errors import InvalidInput, PayloadTooLarge, PredictError
-from ..record import current_request
-from ..scope import probe_answer
-from ..state import PredictState
+from ..web.current import get_state
 from ._body import parse_json
 
 logger = logging.getLogger("flask_predict.protocols")

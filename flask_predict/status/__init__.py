@@ -16,13 +16,13 @@ from typing import Any
 from flask import Blueprint, render_template
 from flask.typing import ResponseReturnValue
 
-from .. import auth
-from ..current import get_state
+from ..core.state import PredictState
+from ..models.served import ServedModel
+from ..observability.traffic import Snapshot, Totals
 from ..protocols import descriptors
 from ..protocols._http import json_response, plain_error
-from ..served import ServedModel
-from ..state import PredictState
-from ..traffic import Snapshot, Totals
+from ..web import auth
+from ..web.current import get_state
 
 bp = Blueprint("predict_status", __name__, template_folder="templates",
                static_folder="static", static_url_path="/_static")

@@ -8,7 +8,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-from flask_predict.config import DEFAULTS
+from flask_predict.settings.config import DEFAULTS
 from tests.docs.examples import ROOT
 
 

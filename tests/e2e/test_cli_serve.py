@@ -37,7 +37,7 @@ def test_tf_serving_style_start(model_root: Path, tmp_path: Path) -> None:
         assert status == 200 and json.loads(body)["predictions"][0]["predict"] == 0
         log = server.log_text()
     assert "Listening at: http://127.0.0.1:" in log
-    assert "Using worker: flask_predict.sync_worker.SyncWorker" in log
+    assert "Using worker: flask_predict.process.sync_worker.SyncWorker" in log
 
 
 def test_config_file_start_runs_the_packaged_settings(

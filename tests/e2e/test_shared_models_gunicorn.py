@@ -1,4 +1,4 @@
-"""Models held once per machine under real gunicorn (``flask_predict.sharing``): a scikit-learn
+"""Models held once per machine under real gunicorn (``flask_predict.models.sharing``): a scikit-learn
 KNN index and an XGBoost Booster load in the master, and every worker serves them from the
 pages it shares with the master (read from ``/proc/<pid>/smaps_rollup``); new versions reach
 every worker by replacing the workers one at a time, with no request failed and readiness

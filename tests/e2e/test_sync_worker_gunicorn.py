@@ -76,4 +76,4 @@ def test_a_client_still_sending_a_refused_body_reads_its_answer(server: Gunicorn
 
 
 def test_the_server_runs_the_packaged_worker(server: GunicornServer) -> None:
-    assert "Using worker: flask_predict.sync_worker.SyncWorker" in server.log_text()
+    assert "Using worker: flask_predict.process.sync_worker.SyncWorker" in server.log_text()

@@ -9,6 +9,7 @@ megabytes); the other wheels and the extras are checked for their contents."""
 
 from __future__ import annotations
 
+import fnmatch
 import json
 import os
 import shlex
@@ -41,10 +42,18 @@ DISTRIBUTIONS = {
     "plugins/onnx": ("flask_predict_onnx", "onnx = flask_predict_onnx.predictor:ONNXPredictor"),
 }
 """Folder -> (package, its ``flask_predict.predictors`` entry point)."""
-LOCAL_ONLY = (".git", ".venv*", ".*_cache", "build", "dist", "*.egg-info", "__pycache__", "models",
-              "results")
-"""What a clean clone lacks; the wheels are built from a copy without it (a build also leaves
-its ``build/`` folder behind, which must not reach a later wheel)."""
+LOCAL_ONLY = (".git", ".venv*", ".*_cache", "build", "dist", "*.egg-info", "__pycache__",
+              "demo/models", "benchmarks/results", "test-artifacts")
+"""What a clean clone lacks, as paths under the checkout or names anywhere; the wheels are
+built from a copy without it (a build also leaves its ``build/`` folder behind, which must
+not reach a later wheel)."""
+
+
+def local_only(folder: str, names: list[str]) -> set[str]:
+    """``copytree``'s ignore: what :data:`LOCAL_ONLY` names in *folder*."""
+    where = Path(folder).relative_to(ROOT)
+    return {name for name in names for pattern in LOCAL_ONLY
+            if fnmatch.fnmatch((where / name).as_posix() if "/" in pattern else name, pattern)}
 EXTRAS = {"sklearn": "flask-predict-sklearn", "xgboost": "flask-predict-xgboost",
           "tensorflow": "flask-predict-tensorflow", "custom": "flask-predict-custom",
           "lightgbm": "flask-predict-lightgbm", "catboost": "flask-predict-catboost",
@@ -81,7 +90,7 @@ def dist(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """What ``make dist`` builds: one wheel per distribution (built here without build
     isolation, from this environment's setuptools, to stay quick)."""
     source = tmp_path_factory.mktemp("source") / "flask-predict"
-    shutil.copytree(ROOT, source, ignore=shutil.ignore_patterns(*LOCAL_ONLY))
+    shutil.copytree(ROOT, source, ignore=local_only)
     folder = tmp_path_factory.mktemp("dist")
     pip(sys.executable, "wheel", "--quiet", "--no-deps", "--no-build-isolation",
         "--wheel-dir", str(folder), *(str(source / path) for path in DISTRIBUTIONS),
@@ -184,7 +193,7 @@ def test_installed_command_serves_every_protocol(venv: Path, model_config: dict[
         tensors = {t["name"]: t for t in json.loads(body)["gtensors"]["tensors"]}
         assert status == 200 and tensors["predict"]["flat_int64"] == ["0", "2"]
         log = server.log_text()
-    assert "Using worker: flask_predict.sync_worker.SyncWorker" in log
+    assert "Using worker: flask_predict.process.sync_worker.SyncWorker" in log
     assert log.count("Booting worker with pid") == 2
     assert "configuration error" not in log
 

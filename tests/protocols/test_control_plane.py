@@ -1,6 +1,6 @@
 """Model control is the service's: index, load, unload and the online switch asked through
 every front end (V2's repository extension over REST and gRPC, grps's online/offline over
-REST and gRPC) reach the same :class:`~flask_predict.service.ModelService` calls."""
+REST and gRPC) reach the same :class:`~flask_predict.core.service.ModelService` calls."""
 
 from __future__ import annotations
 
@@ -11,7 +11,7 @@ import grpc
 import pytest
 from flask import Flask
 
-from flask_predict.service import ModelService
+from flask_predict.core.service import ModelService
 from tests import grpc_app
 
 grpcclient = pytest.importorskip("tritonclient.grpc")

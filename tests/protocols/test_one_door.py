@@ -12,7 +12,7 @@ from flask import Flask
 from flask.testing import FlaskClient
 
 from flask_predict import FlaskPredict, Predictor
-from flask_predict.repository import ModelRepository
+from flask_predict.models.repository import ModelRepository
 
 IRIS_ROW = [5.1, 3.5, 1.4, 0.2]
 

@@ -1,5 +1,5 @@
 """One request scope for REST and gRPC: the same request over both transports opens and
-closes its scope in the one place (:class:`flask_predict.scope.Scopes`), and leaves the same
+closes its scope in the one place (:class:`flask_predict.core.scope.Scopes`), and leaves the same
 record, metrics and access line (but for the protocol's ``_grpc`` suffix and the path)."""
 
 from __future__ import annotations
@@ -12,8 +12,8 @@ import numpy as np
 import pytest
 from flask import Flask
 
-from flask_predict.record import RequestRecord
-from flask_predict.scope import Scopes
+from flask_predict.core.record import RequestRecord
+from flask_predict.core.scope import Scopes
 from tests import grpc_app
 
 grpcclient = pytest.importorskip("tritonclient.grpc")

@@ -14,9 +14,9 @@ import pytest
 from flask import Flask
 
 from flask_predict import ConfigError, FlaskPredict, protocols
-from flask_predict.config import config_from_environ, read_settings
+from flask_predict.settings.config import config_from_environ, read_settings
 from flask_predict.grpc.messages import message_class
-from flask_predict.server import start_grpc, stop_grpc
+from flask_predict.process.server import start_grpc, stop_grpc
 
 health_pb2 = pytest.importorskip("grpc_health.v1.health_pb2")
 health_pb2_grpc = pytest.importorskip("grpc_health.v1.health_pb2_grpc")

@@ -10,9 +10,9 @@ import subprocess
 import sys
 from pathlib import Path
 
-from flask_predict.artifacts import version_folders
-from flask_predict.config import config_from_environ
-from flask_predict.model_config import load_models
+from flask_predict.models.artifacts import version_folders
+from flask_predict.settings.config import config_from_environ
+from flask_predict.settings.model_config import load_models
 from tests.e2e.server import ROOT
 from tests.storage_servers import Bucket
 from tests.unit.test_cli import command_for

@@ -153,8 +153,8 @@ from typing import TYPE_CHECKING
 from . import wire
 
 if TYPE_CHECKING:  # Flask's side of the app state; only its type is needed here
-    from ...state import PredictState
-    from ...watcher import Watcher
+    from ...core.state import PredictState
+    from ...models.watcher import Watcher
 
 
 def load(state: PredictState, name: str) -> None:
@@ -170,7 +170,7 @@ def test_the_rules_catch_a_front_end_driving_the_watcher() -> None:
     found = modules()
     broken = violations("flask_predict.protocols.kserve_v2.repository_ext", OLD_REPOSITORY_EXT,
                         set(found), load_layers())
-    assert any("imports flask_predict.watcher (type-only)" in line for line in broken), broken
+    assert any("imports flask_predict.models.watcher (type-only)" in line for line in broken), broken
     assert any("reaches .watcher" in line for line in broken), broken
     assert any("reaches .unloaded" in line for line in broken), broken
 
@@ -179,8 +179,8 @@ def test_the_rules_catch_flask_in_the_core_and_one_protocol_in_another() -> None
     known = set(modules())
     layers = load_layers()
     deferred = "def f():\n    from flask import request\n"
-    assert violations("flask_predict.service", deferred, known, layers) == [
-        "flask_predict.service:2 imports flask (deferred)"]
+    assert violations("flask_predict.core.service", deferred, known, layers) == [
+        "flask_predict.core.service:2 imports flask (deferred)"]
     across = "from ..tfserving.wire import V2_TO_DT\n"
     assert violations("flask_predict.protocols.grps.wire", across, known, layers) == [
         "flask_predict.protocols.grps.wire:1 imports another protocol's "
@@ -240,9 +240,9 @@ def test_flask_free_parts_and_plugins_import_with_flask_blocked(group: tuple[str
 def test_the_import_graph_is_read() -> None:
     found = modules()
     extension = imports("flask_predict.extension", found["flask_predict.extension"], set(found))
-    assert {"flask_predict.assembly", "flask_predict.state", "flask_predict.protocols"} <= extension
+    assert {"flask_predict.core.assembly", "flask_predict.core.state", "flask_predict.protocols"} <= extension
     name = "flask_predict.protocols.kserve_v2.repository_ext"
-    assert "flask_predict.service" in imports(name, found[name], set(found))
+    assert "flask_predict.core.service" in imports(name, found[name], set(found))
 
 
 def test_the_flask_side_is_still_one_import_away() -> None:
@@ -258,7 +258,7 @@ def test_reading_every_plugin_manifest_imports_no_framework() -> None:
     it must never load TensorFlow, scikit-learn or XGBoost (TensorFlow is not fork-safe)."""
     script = textwrap.dedent("""
         import sys
-        from flask_predict.plugins import manifests
+        from flask_predict.models.plugins import manifests
         found = manifests()
         bundled = {"sklearn", "xgboost", "tensorflow", "custom", "lightgbm", "catboost",
                    "onnx"}

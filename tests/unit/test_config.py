@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from flask_predict.config import config_from_environ, read_settings
+from flask_predict.settings.config import config_from_environ, read_settings
 from flask_predict.errors import ConfigError
 from flask_predict.protocols.aiplatform.settings import of as aiplatform_settings
 from flask_predict.types import VersionPolicy

@@ -162,7 +162,7 @@ def test_init_app_leaves_the_host_process_alone(model_config: dict[str, Any]) ->
 
 def test_process_setup_only_when_asked(model_config: dict[str, Any],
                                        monkeypatch: pytest.MonkeyPatch) -> None:
-    from flask_predict import runtime
+    from flask_predict.core import runtime
 
     calls: list[str] = []
     monkeypatch.setattr(runtime, "prepare_process", lambda *a: calls.append("prepare"))
@@ -256,8 +256,8 @@ def test_requests_during_the_first_load_wait_for_it(model_root: Path) -> None:
 
 
 def test_get_state_is_the_current_apps_own(model_config: dict[str, Any]) -> None:
-    from flask_predict.current import get_state
-    from flask_predict.state import EXTENSION_KEY
+    from flask_predict.web.current import get_state
+    from flask_predict.core.state import EXTENSION_KEY
 
     first, second = host_app(), host_app()
     for app in (first, second):

@@ -10,7 +10,7 @@ from types import ModuleType
 
 import pytest
 
-from flask_predict.config import DEFAULTS
+from flask_predict.settings.config import DEFAULTS
 from tests import programs
 
 NGINX_DIR = Path(__file__).resolve().parents[2] / "deploy" / "nginx"

@@ -13,8 +13,8 @@ import pytest
 from flask.testing import FlaskClient
 from prometheus_client.parser import text_string_to_metric_families
 
-from flask_predict import access_log
-from flask_predict.current import get_state
+from flask_predict.observability import access_log
+from flask_predict.web.current import get_state
 from tests.conftest import AppFactory
 
 ROW = [5.1, 3.5, 1.4, 0.2]
@@ -111,7 +111,7 @@ def test_direct_stream_lines_carry_gunicorns_prefix() -> None:
     stream = io.StringIO()
     access_log.write_to(stream, json_lines=False)
     try:
-        from flask_predict.record import RequestRecord
+        from flask_predict.core.record import RequestRecord
 
         record = RequestRecord("grps", "predict", "id-1", True, 10)
         access_log.AccessLog(False).write(record, 200, 5, record.started + 0.002)
@@ -216,8 +216,8 @@ def test_metrics_buckets_and_in_flight_count_exactly(monkeypatch: pytest.MonkeyP
     own ``observe`` puts them; the in-flight gauge counts started minus finished."""
     from prometheus_client import CollectorRegistry, Histogram
 
-    from flask_predict import metrics as metrics_module
-    from flask_predict.record import RequestRecord
+    from flask_predict.observability import metrics as metrics_module
+    from flask_predict.core.record import RequestRecord
 
     monkeypatch.delenv(metrics_module.MULTIPROC_VARIABLE, raising=False)
     metrics = metrics_module.Metrics()

@@ -7,7 +7,7 @@ from typing import Any
 
 import pytest
 
-from flask_predict import plugins
+from flask_predict.models import plugins
 from flask_predict.errors import ConfigError, PredictorNotFound
 from flask_predict.predictor import Predictor
 

@@ -9,7 +9,7 @@ from typing import Any
 import pytest
 from flask.testing import FlaskClient
 
-from flask_predict.queue_time import queue_seconds
+from flask_predict.observability.queue_time import queue_seconds
 from tests.conftest import AppFactory
 from tests.unit.test_observe import value
 

@@ -13,11 +13,11 @@ import numpy as np
 import pytest
 
 from flask_predict import ConfigError, ModelNotFound, ModelNotReady, Predictor
-from flask_predict.plugins import load_predictor_class
-from flask_predict.artifacts import tree_stamp, version_folders
-from flask_predict.repository import ModelRepository
-from flask_predict.served import FAILED_TO_LOAD
-from flask_predict.startup import StartFailed
+from flask_predict.models.plugins import load_predictor_class
+from flask_predict.models.artifacts import tree_stamp, version_folders
+from flask_predict.models.repository import ModelRepository
+from flask_predict.models.served import FAILED_TO_LOAD
+from flask_predict.core.startup import StartFailed
 from flask_predict.types import ModelSpec, VersionPolicy
 from tests import models
 
@@ -97,7 +97,7 @@ def test_new_version_replaces_old_and_unused_old_is_closed_at_once(tmp_path: Pat
 
 def test_request_running_across_a_swap_finishes_on_its_version_then_it_closes(
         tmp_path: Path) -> None:
-    from flask_predict.service import ModelService
+    from flask_predict.core.service import ModelService
 
     write_version(tmp_path, 1, "1")
     service = ModelService(ModelRepository.load([spec(tmp_path)], lookup))
@@ -127,7 +127,7 @@ def test_broken_version_keeps_the_served_one_and_is_logged_once(
     write_version(tmp_path, 1, "1")
     repository = ModelRepository.load([spec(tmp_path)], lookup)
     write_version(tmp_path, 2, "raise")
-    with caplog.at_level(logging.ERROR, logger="flask_predict.repository"):
+    with caplog.at_level(logging.ERROR, logger="flask_predict.models.repository"):
         repository.sync([spec(tmp_path)])
         repository.sync([spec(tmp_path)])
     assert answer(repository) == 1.0
@@ -227,7 +227,7 @@ def test_emptied_base_path_keeps_serving(tmp_path: Path,
     write_version(tmp_path, 1, "1")
     repository = ModelRepository.load([spec(tmp_path)], lookup)
     (tmp_path / "1").rename(tmp_path / "old")
-    with caplog.at_level(logging.WARNING, logger="flask_predict.repository"):
+    with caplog.at_level(logging.WARNING, logger="flask_predict.models.repository"):
         repository.sync([spec(tmp_path)])
         repository.sync([spec(tmp_path)])
     assert answer(repository) == 1.0
@@ -301,7 +301,7 @@ def test_loading_status_and_old_version_serve_during_a_load(tmp_path: Path) -> N
 
 
 def test_requests_during_reloads_always_find_a_version(tmp_path: Path) -> None:
-    from flask_predict.service import ModelService
+    from flask_predict.core.service import ModelService
 
     write_version(tmp_path, 1, "1")
     repository = ModelRepository.load([spec(tmp_path)], lookup)
@@ -387,7 +387,7 @@ def test_detects_sklearn_and_xgboost_pickles(tmp_path: Path, compress: object) -
     import xgboost as xgb
     from sklearn.linear_model import LinearRegression
 
-    from flask_predict.plugins import detect_predictor
+    from flask_predict.models.plugins import detect_predictor
 
     (tmp_path / "sk").mkdir()
     joblib.dump(LinearRegression().fit([[0.0], [1.0]], [0.0, 1.0]),
@@ -406,7 +406,7 @@ def test_detects_sklearn_and_xgboost_pickles(tmp_path: Path, compress: object) -
     (["model.ubj"], "xgboost"),
 ])
 def test_detects_by_file_name(tmp_path: Path, files: list[str], expected: str) -> None:
-    from flask_predict.plugins import detect_predictor
+    from flask_predict.models.plugins import detect_predictor
 
     for name in files:
         (tmp_path / name).write_bytes(b"")
@@ -414,7 +414,7 @@ def test_detects_by_file_name(tmp_path: Path, files: list[str], expected: str) -
 
 
 def test_detection_errors_and_custom(tmp_path: Path) -> None:
-    from flask_predict.plugins import detect_predictor
+    from flask_predict.models.plugins import detect_predictor
 
     assert detect_predictor(str(tmp_path), _spec(**{"class": "p.C"})) == "custom"
     with pytest.raises(ConfigError, match="no installed plugin recognises"):
@@ -436,8 +436,8 @@ def test_detection_errors_and_custom(tmp_path: Path) -> None:
 def test_detection_never_unpickles(tmp_path: Path) -> None:
     import pickle
 
-    from flask_predict.artifacts import pickled_module
-    from flask_predict.plugins import detect_predictor
+    from flask_predict.models.artifacts import pickled_module
+    from flask_predict.models.plugins import detect_predictor
 
     marker = tmp_path / "executed"
     (tmp_path / "model.pkl").write_bytes(pickle.dumps(_Evil(str(marker))))

@@ -9,8 +9,8 @@ import time
 from pathlib import Path
 from types import SimpleNamespace
 
-from flask_predict.readiness import ReadyMarks
-from flask_predict.server import INDEX_ATTRIBUTE, assign_worker_index, honour_early_stop
+from flask_predict.process.readiness import ReadyMarks
+from flask_predict.process.server import INDEX_ATTRIBUTE, assign_worker_index, honour_early_stop
 
 
 def test_a_respawned_worker_takes_the_index_its_dead_predecessor_freed() -> None:

@@ -11,8 +11,8 @@ from flask import Flask
 
 from flask_predict import FlaskPredict, InvalidInput, Predictor, PredictorFailed
 from flask_predict.errors import FailedPrecondition
-from flask_predict.service import ModelService
-from flask_predict.state import PredictState
+from flask_predict.core.service import ModelService
+from flask_predict.core.state import PredictState
 from flask_predict.types import InferenceRequest, Tensor
 
 
@@ -105,7 +105,7 @@ def test_tensor_door(state: PredictState) -> None:
 
 
 def test_a_call_is_timed_on_the_record_and_holds_the_version_lock(state: PredictState) -> None:
-    from flask_predict.record import RequestRecord, current_request
+    from flask_predict.core.record import RequestRecord, current_request
 
     service = state.service
     record = RequestRecord("test", "predict", "id", False, 0)

@@ -8,8 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from flask_predict import server
-from flask_predict.shared_state import SharedFlag, StateDir
+from flask_predict.process import server
+from flask_predict.models.shared_state import SharedFlag, StateDir
 
 
 def test_first_opener_sets_the_initial_value(tmp_path: Path) -> None:

@@ -13,11 +13,12 @@ from typing import Any, ClassVar, Iterator
 
 import pytest
 
-from flask_predict import Predictor, sharing
-from flask_predict.plugins import load_predictor_class, manifests
-from flask_predict.repository import ModelRepository
-from flask_predict.served import FAILED_TO_LOAD, Shelf
-from flask_predict.sharing import MasterModels, Shareable
+from flask_predict import Predictor
+from flask_predict.models import sharing
+from flask_predict.models.plugins import load_predictor_class, manifests
+from flask_predict.models.repository import ModelRepository
+from flask_predict.models.served import FAILED_TO_LOAD, Shelf
+from flask_predict.models.sharing import MasterModels, Shareable
 from flask_predict.types import ModelSpec
 from tests import models
 
@@ -219,7 +220,7 @@ def test_a_predictor_that_leaves_a_thread_loads_in_each_worker(
     shareable = Shareable({"counting": manifests()["sklearn"]})
     master = MasterModels((model,), None, None, 0.0, shareable,
                           lookup=lambda name: ThreadedPredictor)
-    with caplog.at_level(logging.WARNING, logger="flask_predict.sharing"):
+    with caplog.at_level(logging.WARNING, logger="flask_predict.models.sharing"):
         master.load()
     assert "model 'm' version 1 left user-thread open" in caplog.text
     assert caplog.text.count("loads in each worker instead") == 1
@@ -274,7 +275,7 @@ def test_a_failure_in_the_master_is_each_workers_status_and_log(
     (tmp_path / "m" / "2" / "value.txt").write_text("not a number")
     # the master's first load leaves the failure to the start-up rule (one line, or
     # with PREDICT_EXIT_ON_LOAD_ERROR false one line per failure): its own line is DEBUG
-    with caplog.at_level(logging.DEBUG, logger="flask_predict.repository"):
+    with caplog.at_level(logging.DEBUG, logger="flask_predict.models.repository"):
         shelf = master_shelf(spec(tmp_path / "m"))
         assert "version 2: not loaded in the master" in caplog.text
         assert "version 2 failed to load" not in caplog.text
@@ -335,7 +336,7 @@ def test_a_failure_after_the_fork_reaches_the_workers_without_replacing_them(
     (tmp_path / "m" / "2" / "value.txt").write_text("not a number")
     master.watcher.poll()
     assert not master.publish(), "nothing served changed: no worker is replaced"
-    with caplog.at_level(logging.ERROR, logger="flask_predict.repository"):
+    with caplog.at_level(logging.ERROR, logger="flask_predict.models.repository"):
         worker.sync([spec(tmp_path / "m")])
         worker.sync([spec(tmp_path / "m")])
     served = worker.model("m")

@@ -1,4 +1,4 @@
-"""flask_predict.sync_worker: which requests count as read whole (gunicorn's own parser), the
+"""flask_predict.process.sync_worker: which requests count as read whole (gunicorn's own parser), the
 immediate close on real TCP sockets, an answer in one send (the same bytes as gunicorn's own
 response), and the system calls a request no longer makes."""
 
@@ -12,7 +12,7 @@ import pytest
 from gunicorn.config import Config
 from gunicorn.http.parser import RequestParser
 
-from flask_predict.sync_worker import DRAIN_LIMIT, close_read_connection, read_whole
+from flask_predict.process.sync_worker import DRAIN_LIMIT, close_read_connection, read_whole
 
 
 def parsed(raw: bytes) -> object:
@@ -122,7 +122,7 @@ def answer_bytes(raw_request: bytes, status: str, headers: list[tuple[str, str]]
     *body*, the Date header blanked, and how many sends it took."""
     from gunicorn.http import wsgi
 
-    from flask_predict.sync_worker import one_write
+    from flask_predict.process.sync_worker import one_write
 
     served, client = socket.socketpair()
     counting = CountingSocket(fileno=served.detach())
@@ -174,7 +174,7 @@ def test_an_answer_of_one_piece_goes_out_in_one_send_with_the_same_bytes(
 def test_only_gunicorns_own_response_class_is_changed() -> None:
     from gunicorn.http import wsgi
 
-    from flask_predict.sync_worker import OneWriteResponse, one_write
+    from flask_predict.process.sync_worker import OneWriteResponse, one_write
 
     class Other(wsgi.Response):  # type: ignore[misc]
         pass
@@ -205,7 +205,7 @@ def test_accepted_connections_are_already_close_on_exec() -> None:
 def test_the_heartbeat_is_made_at_most_every_so_often() -> None:
     from gunicorn.workers.workertmp import WorkerTmp
 
-    from flask_predict.sync_worker import HEARTBEAT_EVERY, SyncWorker
+    from flask_predict.process.sync_worker import HEARTBEAT_EVERY, SyncWorker
 
     config = Config()
     worker = SyncWorker.__new__(SyncWorker)  # only what notify() reads: no process started

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import math
 
-from flask_predict.traffic import Samples, Snapshot, Totals
+from flask_predict.observability.traffic import Samples, Snapshot, Totals
 
 
 def totals(requests: int, failed: int, seconds: float, buckets: dict[float, int]) -> Totals:

@@ -1,4 +1,4 @@
-"""flask_predict.url_cache: the deployment app's URL map answers every path as Werkzeug's own
+"""flask_predict.process.url_cache: the deployment app's URL map answers every path as Werkzeug's own
 map does, from its cache the second time."""
 
 from __future__ import annotations
@@ -9,8 +9,8 @@ import pytest
 from werkzeug.exceptions import HTTPException
 from werkzeug.routing import Map, RequestRedirect, Rule
 
-from flask_predict import url_cache
-from flask_predict.url_cache import MatchCachingMap
+from flask_predict.process import url_cache
+from flask_predict.process.url_cache import MatchCachingMap
 
 RULES = [  # templates: a Rule belongs to one map, so each map gets copies (rules())
     Rule("/v1/models/<model>:predict", methods=["POST"], endpoint="predict"),

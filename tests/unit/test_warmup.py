@@ -10,10 +10,10 @@ import numpy as np
 import pytest
 
 from flask_predict import ConfigError, ModelMetadata, Predictor, Signature, TensorSpec
-from flask_predict.plugins import load_predictor_class
-from flask_predict.repository import ModelRepository
+from flask_predict.models.plugins import load_predictor_class
+from flask_predict.models.repository import ModelRepository
 from flask_predict.types import DEFAULT_SIGNATURE, InferenceRequest, ModelSpec, Tensor
-from flask_predict.warmup import MAX_REQUESTS, WARMUP_FILE, read_json_requests, warm_up
+from flask_predict.models.warmup import MAX_REQUESTS, WARMUP_FILE, read_json_requests, warm_up
 from tests import models
 
 

@@ -13,9 +13,9 @@ import pytest
 from flask import Flask
 
 from flask_predict import FlaskPredict, close_app
-from flask_predict.model_config import load_models
-from flask_predict.repository import ModelRepository
-from flask_predict.watcher import Watcher
+from flask_predict.settings.model_config import load_models
+from flask_predict.models.repository import ModelRepository
+from flask_predict.models.watcher import Watcher
 from tests import models
 
 
@@ -73,7 +73,7 @@ def test_broken_config_keeps_models_and_is_logged_once(
         config_file: Path, tmp_path: Path, caplog: pytest.LogCaptureFixture) -> None:
     watcher = make_watcher(config_file)
     config_file.write_text('{"a": {"base_path": ')  # half-written
-    with caplog.at_level(logging.INFO, logger="flask_predict.watcher"):
+    with caplog.at_level(logging.INFO, logger="flask_predict.models.watcher"):
         watcher.poll()
         watcher.poll()
         assert scaled(watcher.repository, "a") == 2
@@ -159,7 +159,7 @@ def test_predict_models_without_file_still_picks_up_versions(tmp_path: Path) -> 
 def test_poll_now_wakes_the_thread_and_unloaded_names_are_left_out(tmp_path: Path) -> None:
     """A poll asked for is done at once (the interval here is an hour), and its models
     leave out the names of the shared "unloaded" set."""
-    from flask_predict.shared_state import StateDir
+    from flask_predict.models.shared_state import StateDir
 
     config = {"a": echo(models.make_custom(tmp_path / "a")),
               "b": echo(models.make_custom(tmp_path / "b"))}

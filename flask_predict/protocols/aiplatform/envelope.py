@@ -14,9 +14,9 @@ from typing import Any, Callable
 from flask import Response
 from flask.typing import ResponseReturnValue
 
-from ...errors import Code, ModelNotFound
-from ...state import PredictState
 from . import settings
+from ...core.state import PredictState
+from ...errors import Code, ModelNotFound
 from .._http import as_predict_error, json_response
 
 STATUS: dict[Code, tuple[int, str]] = {

@@ -14,10 +14,11 @@ from __future__ import annotations
 
 from typing import Any
 
-from ... import codecs, limits
+from ... import codecs
+from ...core import limits
+from ...core.state import PredictState
 from ...errors import InvalidInput
-from ...served import LoadedVersion
-from ...state import PredictState
+from ...models.served import LoadedVersion
 from .._body import parse_json
 from .instances import Decoder, decode_predict
 

@@ -7,10 +7,11 @@ from typing import Any, Callable
 
 import numpy as np
 
-from ... import codecs, limits
+from ... import codecs
+from ...core import limits
+from ...core.state import PredictState
 from ...errors import InvalidInput, PredictorFailed
-from ...served import LoadedVersion
-from ...state import PredictState
+from ...models.served import LoadedVersion
 from .._body import json_kind, number_matrix, parse_json
 
 Decoder = Callable[[Any], tuple[list[Any], dict[str, Any]]]

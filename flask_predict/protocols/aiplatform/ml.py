@@ -19,9 +19,9 @@ from typing import Any
 from flask import request
 from flask.typing import ResponseReturnValue
 
+from ...core.state import PredictState
 from ...errors import ModelNotFound, ModelNotReady
-from ...served import LoadedVersion
-from ...state import PredictState
+from ...models.served import LoadedVersion
 from .._http import json_response, json_text, read_body, request_state
 from .blueprint import bp
 from .envelope import GoogleError, not_found, project_allowed

@@ -4,9 +4,9 @@ settings name them."""
 
 from __future__ import annotations
 
-from ...config import Settings
 from ...openapi.schemas import (ANY, PARAMETERS, ROW, Part, Schema, errors, json_body, operation,
                                 param, path_param, ref, response)
+from ...settings.config import Settings
 from .settings import of
 
 TAG = "AI Platform"

@@ -7,10 +7,10 @@ import json
 from dataclasses import dataclass
 from typing import Any, Mapping
 
-from ...config import Settings, route_value, str_list
-from ...errors import ConfigError
-from ...types import ModelSpec
 from .. import Section
+from ...errors import ConfigError
+from ...settings.config import Settings, route_value, str_list
+from ...types import ModelSpec
 
 
 @dataclass(frozen=True)

@@ -23,11 +23,11 @@ from __future__ import annotations
 from flask.blueprints import BlueprintSetupState
 from flask.typing import ResponseReturnValue
 
-from ...errors import ModelNotFound, ModelNotReady, PredictError
-from ...served import LoadedVersion
-from ...state import EXTENSION_KEY, PredictState
-from .._http import json_response, json_text, read_body, request_state
 from . import settings
+from ...core.state import EXTENSION_KEY, PredictState
+from ...errors import ModelNotFound, ModelNotReady, PredictError
+from ...models.served import LoadedVersion
+from .._http import json_response, json_text, read_body, request_state
 from .blueprint import bp
 from .envelope import GoogleError, enveloped, not_found, project_allowed
 from .explain import run_explain

@@ -5,7 +5,7 @@ https://github.com/NetEase-Media/grps/blob/master/docs/2_Interface.md
 
 :mod:`.wire` decodes and encodes messages; :mod:`.dispatch` is what both transports share;
 :mod:`.views` holds the blueprint, :mod:`.servicer` the gRPC service. The online/offline
-switch is the server's (:meth:`flask_predict.service.ModelService.set_online`), shared by
+switch is the server's (:meth:`flask_predict.core.service.ModelService.set_online`), shared by
 every worker.
 """
 

@@ -9,16 +9,16 @@ from dataclasses import dataclass, field
 from importlib.metadata import PackageNotFoundError, version as package_version
 from typing import TYPE_CHECKING, Any, Iterator
 
-from ... import limits
-from ...errors import InvalidInput, ModelNotFound, ModelNotReady
-from ...served import LoadedVersion, ServedModel
-from ...traffic import Samples
-from ...types import InferenceRequest, Tensor
 from . import wire, yaml_text
+from ...core import limits
+from ...errors import InvalidInput, ModelNotFound, ModelNotReady
+from ...models.served import LoadedVersion, ServedModel
+from ...observability.traffic import Samples
+from ...types import InferenceRequest, Tensor
 from .gmap import gmap_row
 
 if TYPE_CHECKING:  # the state module is Flask's side; only its type is needed here
-    from ...state import PredictState
+    from ...core.state import PredictState
 
 STATE_KEY = "grps"
 

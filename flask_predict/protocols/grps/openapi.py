@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
-from ...config import Settings
 from ...openapi.schemas import (ANY, BINARY, JSON, ROW, Part, Schema, errors, json_body, operation,
                                 query_param, ref, response)
+from ...settings.config import Settings
 
 TAG = "grps"
 DESCRIPTION = ("The grps HTTP interface. Every answer is a `GrpsMessage` with a `status` "

@@ -13,14 +13,14 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any, Iterator
 
+from . import dispatch, wire
 from ...grpc.handlers import as_error
 from ...grpc.messages import grps
-from ...served import LoadedVersion
-from . import dispatch, wire
+from ...models.served import LoadedVersion
 from .grpc_messages import answer, failure, to_request
 
 if TYPE_CHECKING:  # Flask's side of the app state; only its type is needed here
-    from ...state import PredictState
+    from ...core.state import PredictState
 
 SERVICE = "grps.protos.v1.GrpsService"
 

@@ -5,9 +5,9 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, Mapping
 
-from ...config import Settings, bool_value
-from ...types import ModelSpec
 from .. import Section
+from ...settings.config import Settings, bool_value
+from ...types import ModelSpec
 
 
 @dataclass(frozen=True)

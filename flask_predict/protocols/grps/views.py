@@ -16,19 +16,19 @@ from flask import Blueprint, Response, request, stream_with_context
 from flask.blueprints import BlueprintSetupState
 from flask.typing import ResponseReturnValue
 
+from . import dispatch, settings, wire
 from ... import codecs
+from ...core.state import EXTENSION_KEY, PredictState
 from ...errors import (ConfigError, InvalidInput, MethodNotAllowedError, ModelNotFound,
                        PredictorFailed, Unimplemented)
-from ...metrics import INF, LATENCY_BUCKETS
-from ...served import LoadedVersion
+from ...models.served import LoadedVersion
+from ...models.shared_state import StateDir
+from ...observability.metrics import INF, LATENCY_BUCKETS
+from ...observability.traffic import Samples, Snapshot, Totals
 from ...types import Limits
-from ...shared_state import StateDir
-from ...state import EXTENSION_KEY, PredictState
-from ...traffic import Samples, Snapshot, Totals
 from .._body import number_matrix, parse_json
 from .._http import (as_predict_error, error_handler, json_response, read_body, read_json,
                      request_state, wsgi_environ)
-from . import dispatch, settings, wire
 
 bp = Blueprint("predict_grps", __name__)
 

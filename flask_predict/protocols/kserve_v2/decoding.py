@@ -15,8 +15,8 @@ from typing import Any, Mapping
 import numpy as np
 
 from ... import codecs
+from ...core.limits import check_shape
 from ...errors import InvalidInput
-from ...limits import check_shape
 from ...types import InferenceRequest, Limits, Signature, Tensor, TensorSpec
 from .binary import binary_to_array
 

@@ -15,8 +15,8 @@ from typing import Any, Sequence
 import numpy as np
 
 from ... import codecs
+from ...core.limits import check_shape
 from ...errors import InvalidInput
-from ...limits import check_shape
 from ...types import InferenceRequest, Limits, Signature, Tensor
 from .binary import array_to_binary, binary_to_array
 from .decoding import (DecodedInfer, check_count, check_datatype, decode_outputs, fit_inputs,

@@ -4,9 +4,9 @@ extensions."""
 
 from __future__ import annotations
 
-from ...config import Settings
 from ...openapi.schemas import (ANY, BINARY, JSON, PARAMETERS, ROW, SHAPE, Part, Schema, content,
                                 errors, operation, param, path_param, ref, response)
+from ...settings.config import Settings
 
 TAG = "V2"
 DESCRIPTION = ("The Open Inference Protocol V2 (KServe, Triton, MLServer). Errors are "

@@ -20,9 +20,9 @@ from typing import Any
 import numpy as np
 
 from ... import codecs
+from ...core.limits import check_shape
 from ...errors import InvalidInput, PredictError
 from ...types import InferenceRequest, Limits, Signature, Tensor
-from ...limits import check_shape
 from .decoding import DecodedInfer, decode_outputs, read_shape
 
 DATATYPES = ("FP32", "FP64")

@@ -1,5 +1,5 @@
 """V2's model repository extension (Triton's ``model_repository``) in V2's words: the
-service's index, load and unload (:mod:`flask_predict.control`) translated. No Flask here:
+service's index, load and unload (:mod:`flask_predict.models.control`) translated. No Flask here:
 the REST routes and the gRPC servicer both call these functions.
 
 https://github.com/triton-inference-server/server/blob/main/docs/protocol/extension_model_repository.md
@@ -9,16 +9,16 @@ from __future__ import annotations
 
 from typing import Any, Mapping
 
-from ...errors import InvalidInput
-from ...service import ModelService
 from . import wire
+from ...core.service import ModelService
+from ...errors import InvalidInput
 
 MODEL_REPOSITORY = "model_repository"
 STATISTICS = "statistics"
 
 STATES = {"AVAILABLE": "READY", "LOADING": "LOADING", "UNLOADING": "UNLOADING",
           "END": "UNAVAILABLE", "UNAVAILABLE": "UNAVAILABLE"}
-"""A version's state (TF Serving's names, :class:`~flask_predict.served.VersionStatus`) as
+"""A version's state (TF Serving's names, :class:`~flask_predict.models.served.VersionStatus`) as
 Triton's index names it."""
 UNSUPPORTED_LOAD_PARAMETERS = ("config",)
 """Triton's load parameters that replace the model's files or configuration: refused."""

@@ -22,14 +22,14 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 from google.protobuf import json_format
 
+from . import grpc_tensors, repository_ext, statistics, wire
+from ...core.record import current_request
 from ...errors import InvalidInput
 from ...grpc.messages import v2
-from ...record import current_request
-from . import grpc_tensors, repository_ext, statistics, wire
 from .classification import classify
 
 if TYPE_CHECKING:  # Flask's side of the app state; only its type is needed here
-    from ...state import PredictState
+    from ...core.state import PredictState
 
 
 class InferenceServicer:

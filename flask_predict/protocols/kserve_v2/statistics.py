@@ -1,5 +1,5 @@
 """Triton's statistics extension: the service's per-version statistics
-(:mod:`flask_predict.statistics`) in Triton's words. No Flask here:
+(:mod:`flask_predict.observability.statistics`) in Triton's words. No Flask here:
 ``GET /v2/models[/<m>[/versions/<v>]]/stats`` and the gRPC ``ModelStatistics`` both answer
 :func:`model_stats`.
 
@@ -21,7 +21,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from ...statistics import Duration, VersionStats
+from ...observability.statistics import Duration, VersionStats
 
 PHASES = {"decode": "compute_input", "predict": "compute_infer", "encode": "compute_output"}
 """The service's phase -> Triton's field."""

@@ -15,13 +15,13 @@ from __future__ import annotations
 from flask import Blueprint, Response, request
 from flask.typing import ResponseReturnValue
 
+from . import binary, repository_ext, statistics, wire
 from ... import codecs
+from ...core.record import current_request
+from ...core.state import PredictState
 from ...errors import InvalidInput, ModelNotFound
-from ...record import current_request
-from ...state import PredictState
 from .._body import parse_json
 from .._http import (error_handler, json_error, read_body, request_state, wsgi_environ)
-from . import binary, repository_ext, statistics, wire
 
 bp = Blueprint("predict_kserve_v2", __name__)
 

@@ -18,7 +18,7 @@ import numpy as np
 
 from ... import codecs
 from ...errors import ModelNotFound
-from ...served import LoadedVersion, ServedModel
+from ...models.served import LoadedVersion, ServedModel
 from ...types import InferenceResponse, Limits, Signature, Tensor, TensorSpec
 from .binary import array_to_binary
 from .classification import classify

@@ -12,12 +12,13 @@ from __future__ import annotations
 
 from typing import Any
 
-from ... import codecs, limits
-from ...errors import InvalidInput
-from ...served import LoadedVersion
-from ...state import PredictState
-from ...types import InferenceRequest
 from . import wire
+from ... import codecs
+from ...core import limits
+from ...core.state import PredictState
+from ...errors import InvalidInput
+from ...models.served import LoadedVersion
+from ...types import InferenceRequest
 
 
 def explain_answer(state: PredictState, loaded: LoadedVersion, body: dict[str, Any]

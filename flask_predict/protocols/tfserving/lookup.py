@@ -3,9 +3,9 @@ not served. Shared by the REST routes and the gRPC ``PredictionService``/``Model
 
 from __future__ import annotations
 
+from ...core.service import ModelService
 from ...errors import FailedPrecondition, InvalidInput, ModelNotFound, ModelNotReady
-from ...served import LoadedVersion, ServedModel
-from ...service import ModelService
+from ...models.served import LoadedVersion, ServedModel
 
 
 def serving(service: ModelService, model: str, version: int | None,

@@ -5,9 +5,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from ...config import Settings
 from ...openapi.schemas import (ANY, PARAMETERS, ROW, Part, Schema, errors, json_body, operation,
                                 param, path_param, ref, response)
+from ...settings.config import Settings
 
 TAG = "TF Serving"
 DESCRIPTION = ("TensorFlow Serving's REST API. Errors are `{\"error\": \"<message>\"}` with "

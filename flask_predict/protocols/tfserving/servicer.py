@@ -16,16 +16,17 @@ from typing import TYPE_CHECKING, Any, Callable
 import numpy as np
 from google.protobuf import json_format
 
-from ... import codecs, limits
-from ...errors import FailedPrecondition, InvalidInput
-from ...served import LoadedVersion
-from ...service import ModelService
-from ...types import Example, InferenceRequest, Signature, Tensor, TensorSpec
-from ...grpc.messages import tfs
 from . import lookup, tensor_proto, wire
+from ... import codecs
+from ...core import limits
+from ...core.service import ModelService
+from ...errors import FailedPrecondition, InvalidInput
+from ...grpc.messages import tfs
+from ...models.served import LoadedVersion
+from ...types import Example, InferenceRequest, Signature, Tensor, TensorSpec
 
 if TYPE_CHECKING:  # Flask's side of the app state; only its type is needed here
-    from ...state import PredictState
+    from ...core.state import PredictState
 
 CLASSIFY = "tensorflow/serving/classify"
 REGRESS = "tensorflow/serving/regress"

@@ -15,15 +15,16 @@ from flask import Blueprint, Response, request
 from flask.blueprints import BlueprintSetupState
 from flask.typing import ResponseReturnValue
 
-from ... import codecs, limits
+from . import lookup, routing, settings, wire
+from ... import codecs
+from ...core import limits
+from ...core.service import ModelService
+from ...core.state import PredictState
 from ...errors import InvalidInput
-from ...served import LoadedVersion
-from ...service import ModelService
-from ...state import PredictState
+from ...models.served import LoadedVersion
 from ...types import Example, InferenceRequest
 from .._body import number_matrix, parse_json
 from .._http import (JSON_MIMETYPE, error_handler, json_error, read_body, read_json, request_state)
-from . import lookup, routing, settings, wire
 from .explain import explain_answer
 
 bp = Blueprint("predict_tfserving", __name__)

@@ -16,7 +16,7 @@ from ...codecs import tfnumbers
 from ...codecs.arrays import b64_bytes, is_b64
 from ...codecs.json_tensor import json_type
 from ...errors import InvalidInput, ModelNotFound
-from ...served import LoadedVersion, ServedModel
+from ...models.served import LoadedVersion, ServedModel
 from ...types import Classification, Example, Signature, Tensor, TensorSpec
 
 V2_TO_DT: dict[str, str] = {

@@ -6,8 +6,8 @@ import os
 import re
 from typing import Any, Mapping
 
-from flask_predict.artifacts import pickled_module
-from flask_predict.plugins import Manifest
+from flask_predict.models.artifacts import pickled_module
+from flask_predict.models.plugins import Manifest
 
 NATIVE_FILE = "model.cbm"
 """``save_model``'s own format (every model, text features included)."""

@@ -15,7 +15,7 @@ import numpy as np
 import pytest
 
 from flask_predict import InvalidInput
-from flask_predict.plugins import detect_predictor, manifests
+from flask_predict.models.plugins import detect_predictor, manifests
 from flask_predict_catboost import CatBoostPredictor
 from tests.gbm_models import REVIEWS, ROWS, TIERS, catboost_frame, train_catboost
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import Any, Mapping
 
 from flask_predict.errors import ConfigError
-from flask_predict.plugins import Manifest
+from flask_predict.models.plugins import Manifest
 
 from .discovery import routine_classes
 from .routine import CLASS_OPTIONS

@@ -10,7 +10,7 @@ import pytest
 from flask import Flask
 
 from flask_predict import FlaskPredict, close_app
-from flask_predict.plugins import detect_predictor, manifests
+from flask_predict.models.plugins import detect_predictor, manifests
 from flask_predict_custom import CustomPredictor
 from flask_predict_custom.modules import Router
 from tests.routines import IRIS_ROWS, aiplatform_answers, make_tutorial

@@ -15,7 +15,7 @@ from flask import Flask
 from flask.testing import FlaskClient
 
 from flask_predict import FlaskPredict, close_app
-from flask_predict.service import ModelService
+from flask_predict.core.service import ModelService
 from tests.routines import IRIS_ROWS, make_vertex, make_vertex_echo, vertex_answers
 
 AIP = "/v1/projects/p/models/{}:predict"

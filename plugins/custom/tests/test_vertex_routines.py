@@ -13,7 +13,7 @@ import numpy as np
 import pytest
 
 from flask_predict.errors import FailedPrecondition, InvalidInput
-from flask_predict.plugins import detect_predictor, manifests
+from flask_predict.models.plugins import detect_predictor, manifests
 from flask_predict_custom import CustomPredictor, VertexPredictor
 from tests.routines import IRIS_ROWS, make_vertex, python, vertex_answers
 

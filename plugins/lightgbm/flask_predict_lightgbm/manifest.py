@@ -5,8 +5,8 @@ from __future__ import annotations
 import os
 from typing import Any, Mapping
 
-from flask_predict.artifacts import pickled_module
-from flask_predict.plugins import Manifest
+from flask_predict.models.artifacts import pickled_module
+from flask_predict.models.plugins import Manifest
 
 TEXT_FILES = ("model.txt", "model.lgb", "model.bst")
 """``Booster.save_model`` files: ``model.txt`` as LightGBM's documentation names it,

@@ -13,7 +13,7 @@ import numpy as np
 import pytest
 
 from flask_predict import InvalidInput
-from flask_predict.plugins import detect_predictor, manifests
+from flask_predict.models.plugins import detect_predictor, manifests
 from flask_predict_lightgbm import LightGBMPredictor
 from flask_predict_lightgbm.predictor import SINGLE_ROWS
 from tests.gbm_models import COLORS, GRADES, ROWS, TIERS, frame, table, train_lightgbm

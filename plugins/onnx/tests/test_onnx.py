@@ -12,7 +12,7 @@ import onnxruntime as ort
 import pytest
 
 from flask_predict import InvalidInput
-from flask_predict.plugins import detect_predictor, manifests
+from flask_predict.models.plugins import detect_predictor, manifests
 from flask_predict_onnx import ONNXPredictor
 from tests.onnx_models import (PIPELINE_ROWS, TYPES, every_type, pipeline, torch_like,
                                torch_like_answer, type_values)

@@ -5,9 +5,9 @@ from __future__ import annotations
 import os
 from typing import Any, Mapping
 
-from flask_predict.artifacts import PICKLED_FRAMEWORKS, pickled_module
+from flask_predict.models.artifacts import PICKLED_FRAMEWORKS, pickled_module
 from flask_predict.errors import ConfigError, UnreadableModel
-from flask_predict.plugins import Manifest
+from flask_predict.models.plugins import Manifest
 
 MODEL_FILES = ("model.joblib", "model.pkl")
 """The artifact names Google's scikit-learn runtime loads, in its order."""

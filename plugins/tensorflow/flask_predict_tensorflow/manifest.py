@@ -16,7 +16,7 @@ import os
 from typing import Any, Mapping
 
 from flask_predict.errors import ConfigError
-from flask_predict.plugins import Manifest
+from flask_predict.models.plugins import Manifest
 
 SAVED_MODEL_FILES = ("saved_model.pb", "saved_model.pbtxt")
 KERAS_SUFFIXES = (".keras", ".h5", ".hdf5")

@@ -2,7 +2,7 @@
 
 A TFRecord file of ``tensorflow.serving.PredictionLog`` protos (the protos ship in the
 ``tensorflow-serving-api`` package), as TF Serving's ``saved_model_warmup`` reads it. Each
-log becomes tensor requests that :mod:`flask_predict.warmup` replays before the version is
+log becomes tensor requests that :mod:`flask_predict.models.warmup` replays before the version is
 served:
 
 * ``predict_log``: the request's input tensors, signature and output filter;

@@ -16,7 +16,7 @@ import pytest
 pytest.importorskip("tensorflow")
 
 from flask_predict import ConfigError, InvalidInput  # noqa: E402
-from flask_predict.plugins import detect_predictor, manifests  # noqa: E402
+from flask_predict.models.plugins import detect_predictor, manifests  # noqa: E402
 from flask_predict_tensorflow import TensorFlowPredictor  # noqa: E402
 from flask_predict_tensorflow.keras_model import KerasPredictor  # noqa: E402
 from flask_predict_tensorflow.manifest import detect, keras_file  # noqa: E402

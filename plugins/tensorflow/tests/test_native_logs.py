@@ -12,13 +12,13 @@ from pathlib import Path
 
 import pytest
 
-from flask_predict import runtime
+from flask_predict.core import runtime
 from flask_predict_tensorflow import environment
 
 SCRIPT = textwrap.dedent("""
     import sys
     import numpy as np
-    from flask_predict.plugins import load_predictor_class
+    from flask_predict.models.plugins import load_predictor_class
 
     cls = load_predictor_class("tensorflow")
     saved_model, keras_file = sys.argv[1:]

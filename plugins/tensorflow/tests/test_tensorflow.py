@@ -12,7 +12,7 @@ pytest.importorskip("tensorflow")
 
 from flask_predict import InvalidInput  # noqa: E402
 from flask_predict.errors import UnreadableModel  # noqa: E402
-from flask_predict.plugins import load_predictor_class  # noqa: E402
+from flask_predict.models.plugins import load_predictor_class  # noqa: E402
 from flask_predict_tensorflow import TensorFlowPredictor, datatype  # noqa: E402
 from flask_predict_tensorflow.devices import configure_devices  # noqa: E402
 from flask_predict_tensorflow.examples import serialize_examples, to_example  # noqa: E402

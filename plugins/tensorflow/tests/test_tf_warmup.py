@@ -13,10 +13,10 @@ from tensorflow_serving.apis import (classification_pb2, inference_pb2,  # noqa:
                                      input_pb2, predict_pb2, prediction_log_pb2, regression_pb2)
 
 from flask_predict import ConfigError  # noqa: E402
-from flask_predict.plugins import load_predictor_class  # noqa: E402
-from flask_predict.repository import ModelRepository  # noqa: E402
+from flask_predict.models.plugins import load_predictor_class  # noqa: E402
+from flask_predict.models.repository import ModelRepository  # noqa: E402
 from flask_predict.types import ModelSpec  # noqa: E402
-from flask_predict.warmup import warm_up  # noqa: E402
+from flask_predict.models.warmup import warm_up  # noqa: E402
 from flask_predict_tensorflow.warmup import WARMUP_FILE, read_warmup_requests  # noqa: E402
 
 pytestmark = pytest.mark.tensorflow

@@ -5,9 +5,9 @@ from __future__ import annotations
 import os
 from typing import Any, Mapping
 
-from flask_predict.artifacts import pickled_module
+from flask_predict.models.artifacts import pickled_module
 from flask_predict.errors import UnreadableModel
-from flask_predict.plugins import Manifest
+from flask_predict.models.plugins import Manifest
 
 NATIVE_FILES = ("model.bst", "model.json", "model.ubj")
 PICKLE_FILES = ("model.joblib", "model.pkl")

@@ -12,7 +12,7 @@ import pytest
 from flask import Flask
 from flask.testing import FlaskClient
 
-from flask_predict.config import config_from_environ, read_settings
+from flask_predict.settings.config import config_from_environ, read_settings
 from flask_predict.errors import ConfigError
 
 ENDPOINT = "/v1/projects/p/locations/us-central1/endpoints/{}"

@@ -15,7 +15,7 @@ from flask.testing import FlaskClient
 
 from flask_predict import codecs
 from flask_predict.errors import ConfigError, InvalidInput
-from flask_predict.logs import JsonFormatter
+from flask_predict.observability.logs import JsonFormatter
 from flask_predict.protocols.grps import gmap, wire, yaml_text
 from flask_predict.types import Signature, TensorSpec
 from tests.conftest import AppFactory

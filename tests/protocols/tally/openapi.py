@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from flask_predict.config import Settings
+from flask_predict.settings.config import Settings
 from flask_predict.openapi.schemas import ANY, Part, Schema, errors, json_body, operation, \
     path_param, response
 

@@ -9,7 +9,7 @@ from typing import Any
 from google.protobuf import descriptor_pb2
 
 from flask_predict.grpc.messages import add_file, message_class
-from flask_predict.state import PredictState
+from flask_predict.core.state import PredictState
 
 
 def _file() -> bytes:

@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, Mapping
 
-from flask_predict.config import Settings
+from flask_predict.settings.config import Settings
 from flask_predict.errors import ConfigError
 from flask_predict.protocols import Section
 

@@ -6,9 +6,9 @@ from pathlib import Path
 
 import pytest
 
-from flask_predict.model_config import read_model_config_file
+from flask_predict.settings.model_config import read_model_config_file
 from flask_predict.errors import ConfigError
-from flask_predict.tfserving_config import parse_model_config_list, parse_text
+from flask_predict.settings.tfserving_config import parse_model_config_list, parse_text
 from flask_predict.types import VersionPolicy
 
 

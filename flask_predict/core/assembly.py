@@ -1,0 +1,103 @@
+"""One core, assembled once without Flask.
+
+:func:`assemble` builds everything a front end answers from (settings, repository, watcher,
+control, service, metrics, tracing, payload log, request scopes) into one
+:class:`~flask_predict.core.state.PredictState`. The transports are wrapped around it: the Flask
+extension registers its blueprints and hooks on it, the gRPC server serves it with no Flask
+app at all, and ``flask-predict check`` and the Python API build from the same pieces.
+:func:`model_store` is the one place where a repository and its watcher are wired, for an
+app, the gunicorn master's shared models and ``flask-predict check`` alike.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Callable
+
+from . import startup
+from ..models.control import ModelControl
+from ..models.plugins import load_predictor_class
+from ..models.repository import (LoadListener, Loader, ModelRepository, PredictorLookup,
+                                 SharedVersion)
+from ..models.served import Shelf
+from ..models.shared_state import StateDir
+from ..models.watcher import UNLOADED_MODELS, Watcher
+from ..payload_log import PayloadLog
+from ..settings.config import Settings
+from ..tracing import open_tracing
+from ..tracing import wanted as tracing_wanted
+from ..types import ModelSpec
+from .service import ModelService
+from .state import PredictState
+
+
+def assemble(settings: Settings, models: Any = None,
+             lookup: PredictorLookup = load_predictor_class, shelf: Shelf | None = None,
+             start: bool = True, warm: bool = True) -> PredictState:
+    """The core of one app, from *settings* (:func:`flask_predict.settings.config.read_settings`).
+
+    *models* is the raw ``PREDICT_MODELS`` value (the watcher re-reads the config file, not
+    it); *lookup* finds a predictor class by plugin name; *shelf* is what a gunicorn worker
+    inherited from its master. Without ``PREDICT_LOAD_IN_BACKGROUND`` every model is loaded
+    here, and one that does not load raises :class:`~flask_predict.core.startup.StartFailed`;
+    with it, the watcher loads them on its thread (started here unless *start* is false).
+    *warm* false skips the warm-up requests (a process that forks its workers afterwards).
+    """
+    metrics = None
+    if settings.metrics:
+        from ..observability.metrics import Metrics
+
+        metrics = Metrics()
+    background = settings.load_in_background
+    watched = background or settings.poll_seconds > 0
+    # models unloaded through the V2 repository extension, shared by the workers
+    unloaded = StateDir(settings.state_dir).names(UNLOADED_MODELS) if watched else None
+    repository, watcher = model_store(
+        settings.models, models, settings.model_config_file,
+        settings.poll_seconds if watched else None, lookup,
+        listener=metrics.model_event if metrics else None, shelf=shelf,
+        load_first=background, unloaded=unloaded, warm=warm)
+    repository.serve_the_rest = not settings.exit_on_load_error
+    if not background:  # a model that does not load raises here
+        skipped = unloaded.read() if unloaded is not None else frozenset()
+        repository.sync(spec for spec in settings.models if spec.name not in skipped)
+        startup.check_first_load(repository.models(), settings.exit_on_load_error)
+    control = ModelControl(repository, settings.models, watcher, settings.load_wait_seconds)
+    service = ModelService(repository, settings.load_wait_seconds if background else 0.0,
+                           settings.timeout_seconds, metrics, control)
+    tracing = (open_tracing(settings.tracing, settings.server_name)
+               if tracing_wanted(settings.tracing) else None)
+    payloads = PayloadLog(settings.payload_log, metrics) if settings.payload_log else None
+    state = PredictState(settings, service, metrics=metrics, tracing=tracing,
+                         payloads=payloads)
+    if watcher is not None:
+        if background:  # the start-up rule, once the first load is done
+            watcher.after_first_load(lambda: startup.settle(
+                repository.models(), settings.exit_on_load_error))
+        if start:
+            watcher.start()
+    return state
+
+
+def model_store(specs: tuple[ModelSpec, ...], models: Any, config_file: str | None,
+                poll_seconds: float | None, lookup: PredictorLookup, *,
+                listener: LoadListener | None = None, shelf: Shelf | None = None,
+                shared: SharedVersion | None = None, load: Loader | None = None,
+                select: Callable[[ModelSpec], bool] | None = None, load_first: bool = False,
+                unloaded: Any = None, warm: bool = True
+                ) -> tuple[ModelRepository, Watcher | None]:
+    """A repository of *specs* and, unless *poll_seconds* is ``None``, the watcher that
+    loads and reloads it (every *poll_seconds*; 0: once).
+
+    A worker passes the *shelf* it inherited; the gunicorn master passes *shared* (which
+    versions it loads), its *load* and *select* (the models with a shared version); an app
+    passes the *unloaded* name set of V2's repository extension.
+    """
+    repository = ModelRepository(lookup, listener, shelf, warm=warm and shared is None,
+                                 shared=shared, load=load)
+    if load_first:
+        skipped = unloaded.read() if unloaded is not None else frozenset()
+        repository.announce(spec for spec in specs if spec.name not in skipped)
+    if poll_seconds is None:
+        return repository, None
+    return repository, Watcher(repository, models, config_file, poll_seconds, specs,
+                               load_first=load_first, unloaded=unloaded, select=select)
