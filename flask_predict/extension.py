@@ -18,8 +18,8 @@ from .models.plugins import check_predictor_class, load_predictor_class
 from .models.sharing import inherited
 from .openapi.view import bp as openapi
 from .predictor import Predictor
-from .protocols import descriptors
-from .settings.config import read_settings
+from .core.protocol_table import descriptors
+from .settings.app import read_settings
 from .web import observe
 from .web.current import get_state
 
@@ -56,8 +56,8 @@ class FlaskPredict:
         if EXTENSION_KEY in app.extensions:
             raise RuntimeError("A 'FlaskPredict' instance is already registered on this app.")
         settings = read_settings(app.config)
-        if settings.manage_process:
-            runtime.prepare_process(settings.threads, settings.gpus, settings.worker_index)
+        if settings.process.manage:
+            runtime.prepare_process(settings.process.threads, settings.process.gpus, settings.process.worker_index)
         state = assemble(settings, app.config.get("PREDICT_MODELS"), self.predictor_class,
                          inherited(), start=False)
         app.extensions[EXTENSION_KEY] = state
@@ -65,19 +65,19 @@ class FlaskPredict:
             app.register_blueprint(protocol.load_blueprint(),
                                    url_prefix=settings.url_prefix or None)
         observe.install(app, state)
-        if settings.status_path:
+        if settings.pages.status_path:
             from .status import bp as status_page
 
-            app.register_blueprint(status_page, url_prefix=settings.status_path)
-        if settings.openapi_route:
+            app.register_blueprint(status_page, url_prefix=settings.pages.status_path)
+        if settings.pages.openapi_route:
             app.register_blueprint(openapi, url_prefix=settings.url_prefix or None)
         logger.debug("flask_predict: serving %s over %s%s", [s.name for s in settings.models],
                      list(settings.protocols), " (loading in the background)"
-                     if settings.load_in_background else "")
+                     if settings.loading.in_background else "")
         if state.service.control.watcher is not None:
             state.service.control.watcher.start()
-        if settings.manage_process and not settings.load_in_background:
-            runtime.settle_process(settings.threads)
+        if settings.process.manage and not settings.loading.in_background:
+            runtime.settle_process(settings.process.threads)
         if "predict" not in app.cli.commands:  # `flask predict ...`; an app's own name wins
             from .cli.group import predict_group
 

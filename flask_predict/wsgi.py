@@ -8,7 +8,6 @@ work as they do in its container.
 
 from __future__ import annotations
 
-import os
 
 from flask import Flask, Response, request
 from werkzeug.exceptions import HTTPException, MethodNotAllowed, NotFound
@@ -16,7 +15,7 @@ from werkzeug.exceptions import HTTPException, MethodNotAllowed, NotFound
 from .extension import FlaskPredict
 from .process.url_cache import MatchCachingMap
 from .protocols._http import json_response
-from .settings.config import STANDALONE_DEFAULTS, config_from_environ
+from .settings.environ import server_config
 
 predict = FlaskPredict()
 
@@ -33,9 +32,7 @@ def create_app() -> Flask:
     app = ServerApp(__name__)
     # the server answers liveness while its models load, readiness once they are in, and
     # serves /openapi.json
-    app.config.update(STANDALONE_DEFAULTS)
-    app.config.update(config_from_environ(os.environ))
-    app.config.from_prefixed_env()  # FLASK_PREDICT_MODELS='{...}' -> PREDICT_MODELS
+    app.config.update(server_config())  # FLASK_PREDICT_MODELS='{...}' -> PREDICT_MODELS
     predict.init_app(app)  # runs inside each worker: loads that worker's models
     app.register_error_handler(NotFound, unknown_route)
     app.register_error_handler(MethodNotAllowed, unknown_route)

@@ -21,7 +21,7 @@ from ..errors import ConfigError, InvalidInput, PredictorFailed
 from ..models.served import LoadedVersion
 from ..models.warmup import warm_up
 from ..predictor import Predictor
-from ..settings.config import read_settings
+from ..settings.app import read_settings
 from ..settings.vertex_storage import storage_base_path
 from ..types import InferenceRequest, ModelMetadata, Signature, Tensor
 from .inputs import frame_rows, is_frame, named_inputs

@@ -43,36 +43,36 @@ def assemble(settings: Settings, models: Any = None,
     *warm* false skips the warm-up requests (a process that forks its workers afterwards).
     """
     metrics = None
-    if settings.metrics:
+    if settings.observability.metrics:
         from ..observability.metrics import Metrics
 
         metrics = Metrics()
-    background = settings.load_in_background
-    watched = background or settings.poll_seconds > 0
+    background = settings.loading.in_background
+    watched = background or settings.loading.poll_seconds > 0
     # models unloaded through the V2 repository extension, shared by the workers
-    unloaded = StateDir(settings.state_dir).names(UNLOADED_MODELS) if watched else None
+    unloaded = StateDir(settings.process.state_dir).names(UNLOADED_MODELS) if watched else None
     repository, watcher = model_store(
         settings.models, models, settings.model_config_file,
-        settings.poll_seconds if watched else None, lookup,
+        settings.loading.poll_seconds if watched else None, lookup,
         listener=metrics.model_event if metrics else None, shelf=shelf,
         load_first=background, unloaded=unloaded, warm=warm)
-    repository.serve_the_rest = not settings.exit_on_load_error
+    repository.serve_the_rest = not settings.loading.exit_on_error
     if not background:  # a model that does not load raises here
         skipped = unloaded.read() if unloaded is not None else frozenset()
         repository.sync(spec for spec in settings.models if spec.name not in skipped)
-        startup.check_first_load(repository.models(), settings.exit_on_load_error)
-    control = ModelControl(repository, settings.models, watcher, settings.load_wait_seconds)
-    service = ModelService(repository, settings.load_wait_seconds if background else 0.0,
+        startup.check_first_load(repository.models(), settings.loading.exit_on_error)
+    control = ModelControl(repository, settings.models, watcher, settings.loading.wait_seconds)
+    service = ModelService(repository, settings.loading.wait_seconds if background else 0.0,
                            settings.timeout_seconds, metrics, control)
-    tracing = (open_tracing(settings.tracing, settings.server_name)
-               if tracing_wanted(settings.tracing) else None)
-    payloads = PayloadLog(settings.payload_log, metrics) if settings.payload_log else None
+    tracing = (open_tracing(settings.observability.tracing, settings.process.server_name)
+               if tracing_wanted(settings.observability.tracing) else None)
+    payloads = PayloadLog(settings.observability.payload_log, metrics) if settings.observability.payload_log else None
     state = PredictState(settings, service, metrics=metrics, tracing=tracing,
                          payloads=payloads)
     if watcher is not None:
         if background:  # the start-up rule, once the first load is done
             watcher.after_first_load(lambda: startup.settle(
-                repository.models(), settings.exit_on_load_error))
+                repository.models(), settings.loading.exit_on_error))
         if start:
             watcher.start()
     return state

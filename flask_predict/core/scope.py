@@ -71,8 +71,8 @@ class Scopes:
                  tracing: Tracing | None = None, payloads: PayloadLog | None = None) -> None:
         self.state = state
         self.metrics = metrics
-        self.access = AccessLog(settings.access_log == "json") if settings.access_log else None
-        self.probes = settings.access_log_probes
+        self.access = AccessLog(settings.observability.access_log == "json") if settings.observability.access_log else None
+        self.probes = settings.observability.access_log_probes
         """Whether health probes get access lines (``PREDICT_ACCESS_LOG_PROBES``)."""
         self.ids = RequestIds()
         self.tracing = tracing

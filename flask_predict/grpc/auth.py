@@ -25,7 +25,7 @@ import grpc
 from ..core.record import ADMIN_VERB
 from ..core.tokens import presented_token, token_matches
 from ..errors import PermissionDenied, PredictError, Unauthenticated
-from ..protocols import descriptors
+from ..core.protocol_table import descriptors
 from ..settings.config import Settings
 from .handlers import GRPC_STATUS
 
@@ -64,9 +64,9 @@ class CallGuard:
     :class:`PermissionDenied` for a call the settings refuse."""
 
     def __init__(self, settings: Settings) -> None:
-        self.tokens = settings.auth_tokens
-        self.admin_tokens = settings.admin_tokens
-        self.admin_loopback = settings.admin_loopback
+        self.tokens = settings.auth.tokens
+        self.admin_tokens = settings.auth.admin_tokens
+        self.admin_loopback = settings.auth.admin_loopback
         self.admin_methods = admin_methods(settings)
 
     def __call__(self, method: str, context: grpc.ServicerContext) -> None:

@@ -21,7 +21,7 @@ from grpc_reflection.v1alpha import reflection, reflection_pb2
 from . import messages
 from ..core.state import PredictState
 from ..errors import ConfigError
-from ..protocols import descriptors
+from ..core.protocol_table import descriptors
 from .auth import CallGuard, TokenInterceptor
 from .handlers import service_handler
 
@@ -64,18 +64,18 @@ class GrpcServer:
 
     def __init__(self, state: PredictState) -> None:
         settings = state.settings
-        if settings.grpc_port is None:
+        if settings.grpc.port is None:
             raise ConfigError("PREDICT_GRPC_PORT is not set")
-        self.address = f"{settings.grpc_host}:{settings.grpc_port}"
-        self.grace = settings.grpc_grace_seconds
+        self.address = f"{settings.grpc.host}:{settings.grpc.port}"
+        self.grace = settings.grpc.grace_seconds
         protocols = descriptors(settings.protocols)
         guard = CallGuard(settings)
         scoped = frozenset(name for protocol in protocols for name in protocol.services)
         self.server = grpc.server(
-            ThreadPoolExecutor(settings.grpc_threads, thread_name_prefix="flask-predict-grpc"),
+            ThreadPoolExecutor(settings.grpc.threads, thread_name_prefix="flask-predict-grpc"),
             interceptors=[TokenInterceptor(guard, scoped)],
             options=[("grpc.so_reuseport", 1),
-                     ("grpc.max_receive_message_length", settings.grpc_max_message_bytes),
+                     ("grpc.max_receive_message_length", settings.grpc.max_message_bytes),
                      ("grpc.max_send_message_length", -1)])
         scopes = state.scopes
         servicers: dict[str, Any] = {}
@@ -83,7 +83,7 @@ class GrpcServer:
             for name, servicer_class in protocol.load_servicers().items():
                 servicers[name] = servicer = servicer_class(state)
                 self.server.add_generic_rpc_handlers((service_handler(
-                    name, servicer, scopes, protocol, settings.grpc_port or None, guard),))
+                    name, servicer, scopes, protocol, settings.grpc.port or None, guard),))
         names = list(servicers)
         health_pb2_grpc.add_HealthServicer_to_server(Health(state, servicers), self.server)
         for module in (health_pb2, reflection_pb2):

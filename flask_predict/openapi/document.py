@@ -8,8 +8,9 @@ import re
 from importlib.metadata import PackageNotFoundError, version as package_version
 from typing import TYPE_CHECKING
 
-from ..protocols import descriptor, descriptors
-from ..settings.config import STANDALONE_DEFAULTS, Settings, read_settings
+from ..core.protocol_table import descriptor, descriptors
+from ..settings.app import read_settings
+from ..settings.config import STANDALONE_DEFAULTS, Settings
 from .schemas import Part, Schema, operation, response, shared_components
 
 if TYPE_CHECKING:
@@ -47,8 +48,8 @@ def build_document(settings: Settings) -> Schema:
         found = part(name)
         tags.append({"name": found.tag, "description": found.description})
         paths.update(found.paths(settings))
-    if settings.openapi_route:
-        paths[settings.openapi_route] = {"get": operation(
+    if settings.pages.openapi_route:
+        paths[settings.pages.openapi_route] = {"get": operation(
             "openapi", "OpenAPI", "This document",
             {"200": response("The OpenAPI document.", {"type": "object"})})}
         tags.append({"name": "OpenAPI", "description": "The API document."})

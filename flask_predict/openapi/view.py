@@ -16,7 +16,7 @@ bp = Blueprint(BLUEPRINT, __name__)
 @bp.record
 def add_route(setup: BlueprintSetupState) -> None:
     """Serve the document at the configured route (under ``PREDICT_URL_PREFIX``)."""
-    route = setup.app.extensions[EXTENSION_KEY].settings.openapi_route
+    route = setup.app.extensions[EXTENSION_KEY].settings.pages.openapi_route
     if route:
         setup.add_url_rule(route, "document", document, methods=["GET"])
 

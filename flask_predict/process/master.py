@@ -22,8 +22,8 @@ from typing import Any, Callable
 
 from ..core import runtime, startup
 from ..models.sharing import MasterModels
-from ..settings.config import read_settings
-from .environ import environ_config
+from ..settings.app import read_settings
+from ..settings.environ import server_config
 from .rolling import Rollout, WorkerPool
 from .server import STATE_DIR_VARIABLE, WORKER_BOOT_ERROR, ready_marks
 from .server_logs import route_logs
@@ -54,7 +54,7 @@ def import_worker_modules() -> None:
     thread or imports gRPC or a framework."""
     from .. import extension
     from ..observability import metrics  # noqa: F401
-    from ..protocols import descriptors
+    from ..core.protocol_table import descriptors
 
     for protocol in descriptors():
         protocol.load_blueprint()
@@ -66,9 +66,9 @@ def share_models(arbiter: Any) -> None:
     on a thread of the master, replacing the workers one at a time whenever what it holds
     changes (:mod:`flask_predict.process.rolling`)."""
     global _models
-    config = environ_config()
+    config = server_config()
     settings = read_settings(config)
-    if not settings.shared_models or not (settings.models or settings.model_config_file):
+    if not settings.loading.shared_models or not (settings.models or settings.model_config_file):
         return
     route_logs(arbiter.log.error_log, os.environ.get("LOG_LEVEL", "INFO"))
     # one thread for every pool before a framework loads here: no OpenMP or BLAS pool may
@@ -76,11 +76,11 @@ def share_models(arbiter: Any) -> None:
     runtime.limit_threads(1)
     started = time.perf_counter()
     models = MasterModels(settings.models, config.get("PREDICT_MODELS"),
-                          settings.model_config_file, settings.poll_seconds,
+                          settings.model_config_file, settings.loading.poll_seconds,
                           state_dir=os.environ.get(STATE_DIR_VARIABLE))
     load_listening(arbiter, models.load)
     try:  # the start-up rule, for what the master loaded: it halts before any worker starts
-        startup.check_first_load(models.repository.models(), settings.exit_on_load_error,
+        startup.check_first_load(models.repository.models(), settings.loading.exit_on_error,
                                  versions_only=True)
     except startup.StartFailed as exc:
         arbiter.log.error("%s", exc.message)

@@ -23,8 +23,8 @@ from ..core.state import EXTENSION_KEY, PredictState
 from ..errors import ConfigError
 from ..extension import close_app
 from ..models.shared_state import create_server_dir
-from ..settings.config import read_settings
-from .environ import environ_config
+from ..settings.app import read_settings
+from ..settings.environ import server_config
 from .readiness import ReadyMarks
 from .server_logs import route_logs
 
@@ -80,11 +80,11 @@ def check_configuration(log: Any) -> None:
     forks workers.
     """
     try:
-        settings = read_settings(environ_config())
-        startup.check_models(settings.models, settings.exit_on_load_error)
-        if settings.grpc_port is not None:
+        settings = read_settings(server_config())
+        startup.check_models(settings.models, settings.loading.exit_on_error)
+        if settings.grpc.port is not None:
             check_grpc_installed()
-        if tracing.wanted(settings.tracing):
+        if tracing.wanted(settings.observability.tracing):
             tracing.check_installed()  # without importing it: the workers build exporters
         if not settings.models:
             log.warning("flask_predict: %s", startup.NO_MODEL)
@@ -106,8 +106,8 @@ def worker_started(worker: Any) -> None:
     """In the worker, before the app loads: its index, thread pools and GPU."""
     index = getattr(worker, INDEX_ATTRIBUTE, 0)
     os.environ[WORKER_INDEX_VARIABLE] = str(index)
-    settings = read_settings(environ_config())
-    runtime.prepare_process(settings.threads, settings.gpus, index)
+    settings = read_settings(server_config())
+    runtime.prepare_process(settings.process.threads, settings.process.gpus, index)
     # SIGALRM and ITIMER_REAL are the server's own here: predictor time limits keep one
     # timer armed instead of arming one per call
     deadline.keep_timer_armed()
@@ -171,7 +171,7 @@ def worker_loaded(app: Any, worker: Any) -> None:
     state: PredictState | None = getattr(app, "extensions", {}).get(EXTENSION_KEY)
     if state is None:
         return
-    threads = state.settings.threads
+    threads = state.settings.process.threads
     marks = ready_marks()
     pid = os.getpid()
     control = state.service.control
@@ -294,7 +294,7 @@ def start_grpc(app: Any) -> Any:
     stops it.
     """
     state: PredictState | None = getattr(app, "extensions", {}).get(EXTENSION_KEY)
-    if state is None or state.settings.grpc_port is None:
+    if state is None or state.settings.grpc.port is None:
         return None
     check_grpc_installed()
     from ..grpc.server import GrpcServer  # imported after the fork: grpc is not fork-safe

@@ -14,15 +14,16 @@ from gunicorn.glogging import Logger
 
 from ..errors import ConfigError
 from ..observability import access_log, logs
-from ..settings.config import Settings, read_settings
-from .environ import environ_config
+from ..settings.app import read_settings
+from ..settings.config import Settings
+from ..settings.environ import server_config
 
 
 def announce(arbiter: Any) -> None:
     """In the master, listening: one line saying what serves where (the URLs of the REST
     routes, gRPC, the status page, the metrics and the API document) and which models."""
     try:
-        settings = read_settings(environ_config())
+        settings = read_settings(server_config())
     except ConfigError:
         return  # the configuration check has said why
     arbiter.log.info("flask_predict: %s", where_line(settings, [str(listener) for listener
@@ -38,11 +39,11 @@ def where_line(settings: Settings, listeners: list[str], workers: int) -> str:
     prefix = settings.url_prefix
     served = [f"REST {', '.join(url + prefix for url in listeners)} "
               f"({', '.join(settings.protocols)})"]
-    if settings.grpc_port is not None:
-        served.append(f"gRPC {settings.grpc_host}:{settings.grpc_port}")
-    for what, path in (("status page", settings.status_path),
-                       ("metrics", settings.metrics_path if settings.metrics else None),
-                       ("OpenAPI", settings.openapi_route and prefix + settings.openapi_route)):
+    if settings.grpc.port is not None:
+        served.append(f"gRPC {settings.grpc.host}:{settings.grpc.port}")
+    for what, path in (("status page", settings.pages.status_path),
+                       ("metrics", settings.pages.metrics_path if settings.observability.metrics else None),
+                       ("OpenAPI", settings.pages.openapi_route and prefix + settings.pages.openapi_route)):
         if path:
             served.append(f"{what} {base}{path}")
     models = [spec.name for spec in settings.models]
@@ -52,7 +53,7 @@ def where_line(settings: Settings, listeners: list[str], workers: int) -> str:
 def log_formats() -> tuple[str, bool]:
     """The server log's format (``PREDICT_LOG_FORMAT``) and whether access lines are JSON,
     as the environment sets them (text when a value is wrong: the settings check says so)."""
-    config = environ_config()
+    config = server_config()
     try:
         access = access_log.access_log_format(config.get("PREDICT_ACCESS_LOG", "text"))
         lines = logs.log_format(config.get("PREDICT_LOG_FORMAT"), access)

@@ -11,6 +11,7 @@ from typing import Any, Mapping
 from ..errors import ConfigError
 from ..storage import resolve
 from ..types import ModelSpec, VersionPolicy
+from .values import number_value, timeout_value
 
 MODEL_KEYS = frozenset({"base_path", "predictor", "version_policy", "version_labels", "versions",
                "default_version", "model_platform", "options", "timeout_seconds",
@@ -147,27 +148,3 @@ def parse_version_policy(policy: Any, where: str) -> VersionPolicy:
     except (TypeError, ValueError, AttributeError):
         raise ConfigError(f"{where}: version_policy {policy!r} is malformed")
     raise ConfigError(f"{where}: unknown version_policy {kind!r}")
-
-
-def timeout_value(value: Any, what: str) -> float | None:
-    """A time limit in seconds: 0 for no limit, ``None`` where none is set (a model then
-    takes the app's limit)."""
-    if value is None:
-        return None
-    return float(number_value({what: value}, what, float, minimum=0))
-
-
-def number_value(values: Mapping[str, Any], key: str, kind: type, minimum: float,
-            maximum: float | None = None) -> Any:
-    value = values[key]
-    try:
-        if isinstance(value, bool):
-            raise ValueError
-        number = kind(value)
-    except (TypeError, ValueError):
-        raise ConfigError(f"{key} must be a number, got {value!r}")
-    if number < minimum:
-        raise ConfigError(f"{key} must be at least {minimum}, got {value!r}")
-    if maximum is not None and number > maximum:
-        raise ConfigError(f"{key} must be at most {maximum}, got {value!r}")
-    return number

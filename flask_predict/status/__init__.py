@@ -19,7 +19,7 @@ from flask.typing import ResponseReturnValue
 from ..core.state import PredictState
 from ..models.served import ServedModel
 from ..observability.traffic import Snapshot, Totals
-from ..protocols import descriptors
+from ..core.protocol_table import descriptors
 from ..protocols._http import json_response, plain_error
 from ..web import auth
 from ..web.current import get_state
@@ -34,7 +34,7 @@ def page() -> ResponseReturnValue:
     state = get_state()
     served = [protocol for protocol in descriptors(state.settings.protocols)
               if protocol.try_request is not None]
-    return render_template("flask_predict/status.html", server=state.settings.server_name,
+    return render_template("flask_predict/status.html", server=state.settings.process.server_name,
                            models=describe(state),
                            protocols=[protocol.name for protocol in served],
                            try_requests={protocol.name: vars(protocol.try_request)
@@ -48,7 +48,7 @@ def status_json() -> ResponseReturnValue:
     auth.require_token()
     state = get_state()
     snapshot = state.metrics.snapshot() if state.metrics is not None else None
-    return json_response({"server": state.settings.server_name,
+    return json_response({"server": state.settings.process.server_name,
                           "time": snapshot.time if snapshot else None,
                           "workers": snapshot.workers if snapshot else None,
                           "models": describe(state, snapshot)})

@@ -38,8 +38,8 @@ def check_client(tokens: tuple[str, ...], admin_tokens: tuple[str, ...]) -> None
 def require_token() -> None:
     """:func:`check_client` with the app's tokens, when it has any (metrics, status page)."""
     settings = get_state().settings
-    if settings.auth_tokens:
-        check_client(settings.auth_tokens, settings.admin_tokens)
+    if settings.auth.tokens:
+        check_client(settings.auth.tokens, settings.auth.admin_tokens)
 
 
 def is_loopback() -> bool:
@@ -61,11 +61,11 @@ def check_admin() -> None:
     tokens are configured, 403 when none is.
     """
     settings = get_state().settings
-    if token_matches(presented_token(request.environ), settings.admin_tokens):
+    if token_matches(presented_token(request.environ), settings.auth.admin_tokens):
         return
-    if settings.admin_loopback and is_loopback():
+    if settings.auth.admin_loopback and is_loopback():
         return
-    if settings.admin_tokens:
+    if settings.auth.admin_tokens:
         raise Unauthenticated("this route changes the server's state: send an admin token")
     raise PermissionDenied("this route changes the server's state and is served only to "
                            "loopback clients; configure PREDICT_ADMIN_TOKENS to allow others")

@@ -21,7 +21,8 @@ from flask.typing import ResponseReturnValue
 from . import auth
 from ..core.record import ADMIN_VERB, PROBE_VERB, RequestRecord, current_request
 from ..core.state import EXTENSION_KEY, PredictState
-from ..protocols import Protocol, descriptors
+from ..core.descriptor import Protocol
+from ..core.protocol_table import descriptors
 from ..protocols._http import plain_error
 from .current import get_state
 from .http_transport import HTTP
@@ -36,8 +37,8 @@ class Observer:
         settings = state.settings
         self.app = app
         self.scopes = state.scopes
-        self.tokens = settings.auth_tokens
-        self.admin_tokens = settings.admin_tokens
+        self.tokens = settings.auth.tokens
+        self.admin_tokens = settings.auth.admin_tokens
         self.verbs: dict[str, str] = {}
 
     def before(self, protocol: Protocol) -> None:
@@ -115,7 +116,7 @@ def install(app: Flask, state: PredictState) -> None:
         bp_name = protocol.load_blueprint().name
         app.before_request_funcs.setdefault(bp_name, []).append(_before_hook(observer, protocol))
         app.after_request_funcs.setdefault(bp_name, []).append(observer.after)
-    if state.metrics is not None and state.settings.metrics_path:
+    if state.metrics is not None and state.settings.pages.metrics_path:
         app.register_blueprint(metrics_bp)
 
 
@@ -135,7 +136,7 @@ metrics_bp = Blueprint("predict_metrics", __name__)
 @metrics_bp.record_once
 def _add_route(setup: BlueprintSetupState) -> None:
     state: PredictState = setup.app.extensions[EXTENSION_KEY]
-    setup.add_url_rule(str(state.settings.metrics_path), "metrics", metrics_view,
+    setup.add_url_rule(str(state.settings.pages.metrics_path), "metrics", metrics_view,
                        methods=["GET"])
 
 

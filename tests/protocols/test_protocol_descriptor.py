@@ -13,8 +13,10 @@ import grpc
 import pytest
 from flask import Flask
 
-from flask_predict import ConfigError, FlaskPredict, protocols
-from flask_predict.settings.config import config_from_environ, read_settings
+from flask_predict import ConfigError, FlaskPredict
+from flask_predict.core import protocol_table
+from flask_predict.settings.app import read_settings
+from flask_predict.settings.environ import config_from_environ
 from flask_predict.grpc.messages import message_class
 from flask_predict.process.server import start_grpc, stop_grpc
 
@@ -29,7 +31,7 @@ ROWS = [[5.1, 3.5, 1.4, 0.2], [6.7, 3.0, 5.2, 2.3]]
 @pytest.fixture()
 def registered(monkeypatch: pytest.MonkeyPatch) -> None:
     """The one change that adds the protocol."""
-    monkeypatch.setitem(protocols.REGISTRY, "tally", "tests.protocols.tally")
+    monkeypatch.setitem(protocol_table.REGISTRY, "tally", "tests.protocols.tally")
 
 
 def test_unregistered_protocols_and_their_keys_are_refused() -> None:

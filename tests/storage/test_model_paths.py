@@ -11,7 +11,7 @@ import sys
 from pathlib import Path
 
 from flask_predict.models.artifacts import version_folders
-from flask_predict.settings.config import config_from_environ
+from flask_predict.settings.environ import config_from_environ
 from flask_predict.settings.model_config import load_models
 from tests.e2e.server import ROOT
 from tests.storage_servers import Bucket

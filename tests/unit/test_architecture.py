@@ -42,7 +42,9 @@ class Reach:
     line: int
     how: str
     """``runtime`` (top level), ``deferred`` (in a function), ``type-only``
-    (``if TYPE_CHECKING:``) or ``attribute``."""
+    (``if TYPE_CHECKING:``), ``by-name`` (a string naming a module, ``module:attribute``
+    or ``module.Class``, which ``import_module`` or a plugin loader loads later) or
+    ``attribute``."""
 
 
 def _type_checking(node: ast.If) -> bool:
@@ -51,10 +53,46 @@ def _type_checking(node: ast.If) -> bool:
         isinstance(test, ast.Attribute) and test.attr == "TYPE_CHECKING")
 
 
+def named_module(text: str, known: set[str]) -> str | None:
+    """The module of *known* that string *text* names whole (``a.b``, ``a.b:attr``,
+    ``a.b.Class``), if it names one."""
+    path = text.partition(":")[0]
+    if "." not in path:
+        return None  # the package's own name: a logger's or an extension's key, no load
+    if path in known:
+        return path
+    parent, _, last = path.rpartition(".")
+    return parent if "." in parent and parent in known and last.isidentifier() else None
+
+
+def _text(node: ast.Constant | ast.JoinedStr, module: str) -> str:
+    """A string constant's text; an f-string's, where its only field is ``__name__``."""
+    if isinstance(node, ast.Constant):
+        return node.value if isinstance(node.value, str) else ""
+    pieces = []
+    for value in node.values:
+        if isinstance(value, ast.Constant) and isinstance(value.value, str):
+            pieces.append(value.value)
+        elif (isinstance(value, ast.FormattedValue) and isinstance(value.value, ast.Name)
+              and value.value.id == "__name__"):
+            pieces.append(module)
+        else:
+            return ""
+    return "".join(pieces)
+
+
+def _docstrings(tree: ast.AST) -> set[int]:
+    """The ids of the docstring nodes of *tree* (module, classes, functions, attributes)."""
+    return {id(node.value) for node in ast.walk(tree)
+            if isinstance(node, ast.Expr) and isinstance(node.value, ast.Constant)
+            and isinstance(node.value.value, str)}
+
+
 def reaches(name: str, source: str, known: set[str], is_package: bool = False) -> list[Reach]:
     """Every import *name* makes (absolute names; ``from .x import y`` counts as importing
-    ``x.y`` when that is a module of *known*, else ``x``), each with how it is made, and every
-    attribute it reaches (``Reach("watcher", line, "attribute")``)."""
+    ``x.y`` when that is a module of *known*, else ``x``), each with how it is made, every
+    module of *known* a string names (``by-name``), and every attribute it reaches
+    (``Reach("watcher", line, "attribute")``)."""
     package = name if is_package else name.rpartition(".")[0]
     found: list[Reach] = []
 
@@ -79,9 +117,16 @@ def reaches(name: str, source: str, known: set[str], is_package: bool = False) -
                     found.append(Reach(sub if sub in known else target, child.lineno, how))
             elif isinstance(child, ast.Attribute):
                 found.append(Reach(child.attr, child.lineno, "attribute"))
+            elif isinstance(child, (ast.Constant, ast.JoinedStr)) and id(child) not in docstrings:
+                named = named_module(_text(child, name), known)
+                if named:
+                    found.append(Reach(named, child.lineno, "by-name"))
+                continue  # an f-string's pieces are no names of their own
             visit(child, child_how)
 
-    visit(ast.parse(source), "runtime")
+    tree = ast.parse(source)
+    docstrings = _docstrings(tree)
+    visit(tree, "runtime")
     return list(dict.fromkeys(found))  # ``from x import a, b``: one reach
 
 
@@ -116,6 +161,10 @@ def violations(name: str, source: str, known: set[str], layers: dict[str, Any],
             if reach.how == "attribute":
                 if reach.target in rule.get("never_reach", ()):
                     found.append(f"{name}:{reach.line} reaches .{reach.target}")
+                continue
+            if reach.how == "by-name" and any(
+                    fnmatch.fnmatchcase(reach.target, pattern)
+                    for pattern in rule.get("by_name_allowed", ())):
                 continue
             if any(fnmatch.fnmatchcase(reach.target, pattern)
                    for pattern in rule.get("never_import", ())):
@@ -160,7 +209,7 @@ if TYPE_CHECKING:  # Flask's side of the app state; only its type is needed here
 def load(state: PredictState, name: str) -> None:
     watcher = state.watcher
     watcher.unloaded.discard(name)
-    watcher.poll_now(state.settings.load_wait_seconds)
+    watcher.poll_now(state.settings.loading.wait_seconds)
 '''
 """How V2's repository extension drove the watcher before model control moved behind the
 service: a type-only import and an attribute reach, both of which the rules catch."""
@@ -240,9 +289,29 @@ def test_flask_free_parts_and_plugins_import_with_flask_blocked(group: tuple[str
 def test_the_import_graph_is_read() -> None:
     found = modules()
     extension = imports("flask_predict.extension", found["flask_predict.extension"], set(found))
-    assert {"flask_predict.core.assembly", "flask_predict.core.state", "flask_predict.protocols"} <= extension
+    assert {"flask_predict.core.assembly", "flask_predict.core.state",
+            "flask_predict.core.protocol_table"} <= extension
     name = "flask_predict.protocols.kserve_v2.repository_ext"
     assert "flask_predict.core.service" in imports(name, found[name], set(found))
+    table = "flask_predict.core.protocol_table"
+    by_name = {r.target for r in reaches(table, found[table].read_text(), set(found))
+               if r.how == "by-name"}
+    assert by_name == {f"flask_predict.protocols.{p}"
+                       for p in ("aiplatform", "grps", "kserve_v2", "tfserving")}
+
+
+def test_the_rules_catch_a_load_by_name() -> None:
+    """A module path in a string is an import made later: the rules and the cycle check see
+    it, a docstring naming a module is no load."""
+    known = set(modules())
+    layers = load_layers()
+    source = ('"""Reads :mod:`flask_predict.protocols.grps.views`."""\n'
+              'VIEWS = "flask_predict.protocols.grps.views:blueprint"\n')
+    assert violations("flask_predict.core.service", source, known, layers) == [
+        "flask_predict.core.service:2 imports flask_predict.protocols.grps.views (by-name)"]
+    named = reaches("flask_predict.process.server",
+                    'WORKER = "flask_predict.process.sync_worker.SyncWorker"\n', known)
+    assert named == [Reach("flask_predict.process.sync_worker", 1, "by-name")]
 
 
 def test_the_flask_side_is_still_one_import_away() -> None:

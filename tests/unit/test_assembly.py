@@ -14,7 +14,7 @@ import numpy as np
 import tritonclient.grpc as grpcclient
 
 from flask_predict.core.assembly import assemble
-from flask_predict.settings.config import read_settings
+from flask_predict.settings.app import read_settings
 from tests import models
 from tests.grpc_app import serving
 
@@ -23,7 +23,7 @@ import json, sys
 for blocked in ("flask", "werkzeug"):
     sys.modules[blocked] = None  # importing either raises ImportError
 from flask_predict.core.assembly import assemble
-from flask_predict.settings.config import read_settings
+from flask_predict.settings.app import read_settings
 from flask_predict.grpc.server import GrpcServer
 import tritonclient.grpc as grpcclient
 import numpy as np

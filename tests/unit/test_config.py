@@ -7,7 +7,8 @@ from pathlib import Path
 
 import pytest
 
-from flask_predict.settings.config import config_from_environ, read_settings
+from flask_predict.settings.app import read_settings
+from flask_predict.settings.environ import config_from_environ
 from flask_predict.errors import ConfigError
 from flask_predict.protocols.aiplatform.settings import of as aiplatform_settings
 from flask_predict.types import VersionPolicy
@@ -22,7 +23,7 @@ def base(tmp_path: Path) -> Path:
 def test_defaults(base: Path) -> None:
     settings = read_settings({"PREDICT_MODELS": {"m": {"base_path": str(base)}}})
     assert settings.protocols and "aiplatform" in settings.protocols
-    assert settings.threads >= 1 and settings.url_prefix == ""
+    assert settings.process.threads >= 1 and settings.url_prefix == ""
     (spec,) = settings.models
     assert spec.name == "m" and spec.base_path == str(base.resolve())
     assert spec.version_policy == VersionPolicy("latest", 1) and spec.predictor is None
@@ -117,8 +118,8 @@ def test_threads_default_to_a_share_of_the_cores(base: Path) -> None:
     import os
 
     settings = read_settings({"PREDICT_WORKERS": 64})
-    assert settings.threads == max(1, (os.cpu_count() or 1) // 64)
-    assert read_settings({"PREDICT_THREADS": "3"}).threads == 3
+    assert settings.process.threads == max(1, (os.cpu_count() or 1) // 64)
+    assert read_settings({"PREDICT_THREADS": "3"}).process.threads == 3
 
 
 def test_tfserving_environment() -> None:
@@ -140,10 +141,10 @@ def test_vertex_environment() -> None:
 def test_grpc_is_off_unless_a_port_is_set_and_bounded_like_rest(base: Path) -> None:
     models = {"m": {"base_path": str(base)}}
     settings = read_settings({"PREDICT_MODELS": models, "PREDICT_MAX_REQUEST_BYTES": 1000})
-    assert settings.grpc_port is None and settings.grpc_max_message_bytes == 1000
+    assert settings.grpc.port is None and settings.grpc.max_message_bytes == 1000
     settings = read_settings({"PREDICT_MODELS": models, "PREDICT_GRPC_PORT": "8500",
                               "PREDICT_GRPC_MAX_MESSAGE_BYTES": 10})
-    assert (settings.grpc_port, settings.grpc_host, settings.grpc_max_message_bytes) == \
+    assert (settings.grpc.port, settings.grpc.host, settings.grpc.max_message_bytes) == \
         (8500, "0.0.0.0", 10)
     for port in (-1, 70000, "x"):
         with pytest.raises(ConfigError, match="PREDICT_GRPC_PORT"):

@@ -10,7 +10,7 @@ import sys
 import pytest
 
 from flask_predict import ConfigError
-from flask_predict.settings.config import read_settings
+from flask_predict.settings.app import read_settings
 from flask_predict.observability.logs import JsonFormatter, log_format, use_json
 from flask_predict.core.record import RequestRecord, current_request
 
@@ -25,14 +25,14 @@ def test_the_format_follows_the_access_lines_unless_set() -> None:
 
 def test_settings() -> None:
     settings = read_settings({"PREDICT_MODELS": {}})
-    assert (settings.log_format, settings.access_log, settings.access_log_probes) == (
+    assert (settings.observability.log_format, settings.observability.access_log, settings.observability.access_log_probes) == (
         "text", "text", False)
     settings = read_settings({"PREDICT_MODELS": {}, "PREDICT_LOG_FORMAT": "json"})
-    assert settings.log_format == "json" and settings.access_log == "json"
+    assert settings.observability.log_format == "json" and settings.observability.access_log == "json"
     settings = read_settings({"PREDICT_MODELS": {}, "PREDICT_LOG_FORMAT": "json",
                               "PREDICT_ACCESS_LOG": False})
-    assert settings.access_log is None
-    assert read_settings({"PREDICT_MODELS": {}, "PREDICT_ACCESS_LOG": "json"}).log_format \
+    assert settings.observability.access_log is None
+    assert read_settings({"PREDICT_MODELS": {}, "PREDICT_ACCESS_LOG": "json"}).observability.log_format \
         == "json"
 
 

@@ -191,7 +191,7 @@ def test_every_protocol_view_and_rpc_has_a_verb(make_app: AppFactory,
     """Each route's and rpc's verb is its protocol descriptor's (none falls back to its own
     name), and every verb is one the metrics and access lines know."""
     from flask_predict.grpc.messages import POOL
-    from flask_predict.protocols import descriptor, descriptors
+    from flask_predict.core.protocol_table import descriptor, descriptors
 
     known = {"predict", "classify", "regress", "explain", "health", "metadata", "status",
              "admin", "monitor", "unknown", "other"}

@@ -94,7 +94,7 @@ def test_a_model_entry_through_the_model_config(make_app: Any, model_config: dic
     iris = {**model_config["iris"], "payload_log": {"sink": str(tmp_path / "p.jsonl")}}
     app = make_app({"iris": iris})
     settings = app.extensions["predict"].settings
-    assert settings.payload_log.policy("iris").sink == f"file:{tmp_path}/p.jsonl"
+    assert settings.observability.payload_log.policy("iris").sink == f"file:{tmp_path}/p.jsonl"
     assert "payload_log" not in settings.model("iris").options
 
 

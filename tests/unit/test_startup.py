@@ -10,7 +10,7 @@ from typing import Any
 import pytest
 
 from flask_predict import ConfigError
-from flask_predict.settings.config import read_settings
+from flask_predict.settings.app import read_settings
 from flask_predict.models.served import FAILED_TO_LOAD, ServedModel, VersionStatus
 from flask_predict.core.startup import (StartFailed, cause_of, check_first_load, check_models,
                                         failure_line, failures, settle, stop_with)

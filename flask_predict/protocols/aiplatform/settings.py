@@ -7,9 +7,9 @@ import json
 from dataclasses import dataclass
 from typing import Any, Mapping
 
-from .. import Section
+from ...core.descriptor import HasSections, Section
 from ...errors import ConfigError
-from ...settings.config import Settings, route_value, str_list
+from ...settings.values import route_value, str_list
 from ...types import ModelSpec
 
 
@@ -78,7 +78,7 @@ def read_endpoints(value: Any, models: tuple[ModelSpec, ...]
     return endpoints
 
 
-def of(settings: Settings) -> AiPlatformSettings:
+def of(settings: HasSections) -> AiPlatformSettings:
     """This protocol's section of *settings*."""
     section: AiPlatformSettings = settings.sections["aiplatform"]
     return section

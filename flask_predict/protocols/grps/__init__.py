@@ -11,7 +11,7 @@ every worker.
 
 from __future__ import annotations
 
-from .. import Protocol, TryRequest
+from ...core.descriptor import Protocol, TryRequest
 from .settings import SECTION
 
 PROTOCOL = Protocol(

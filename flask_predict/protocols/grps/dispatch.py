@@ -154,7 +154,7 @@ def server_metadata(state: PredictState) -> str:
     except PackageNotFoundError:
         own_version = "unknown"
     return yaml_text.to_yaml({
-        "server": {"name": state.settings.server_name, "version": own_version,
+        "server": {"name": state.settings.process.server_name, "version": own_version,
                    "protocols": list(state.settings.protocols),
                    "default_model": grps_state(state).default_model},
         "models": [describe_model(served) for served in state.service.models()],

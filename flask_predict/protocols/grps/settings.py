@@ -5,8 +5,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, Mapping
 
-from .. import Section
-from ...settings.config import Settings, bool_value
+from ...core.descriptor import HasSections, Section
+from ...settings.values import bool_value
 from ...types import ModelSpec
 
 
@@ -24,7 +24,7 @@ def read(values: Mapping[str, Any], models: tuple[ModelSpec, ...]) -> GrpsSettin
                         start_online=bool_value(values, "PREDICT_GRPS_START_ONLINE"))
 
 
-def of(settings: Settings) -> GrpsSettings:
+def of(settings: HasSections) -> GrpsSettings:
     """This protocol's section of *settings*."""
     section: GrpsSettings = settings.sections["grps"]
     return section

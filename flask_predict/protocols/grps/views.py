@@ -48,7 +48,7 @@ def _set_up(setup: BlueprintSetupState) -> None:
     if default is not None and dispatch.split_model_id(
             default, [s.name for s in state.settings.models]) is None:
         raise ConfigError(f"PREDICT_GRPS_DEFAULT_MODEL: Model {default} not found.")
-    state.service.open_online_switch(StateDir(state.settings.state_dir), section.start_online)
+    state.service.open_online_switch(StateDir(state.settings.process.state_dir), section.start_online)
     state.extras[dispatch.STATE_KEY] = dispatch.GrpsState(default_model=default)
 
 
@@ -260,7 +260,7 @@ def monitor_metrics() -> ResponseReturnValue:
     rows = "".join(f"<tr><th>{html.escape(name)}</th><td>{html.escape(str(value))}</td></tr>"
                    for name, value in values.items())
     page = (f"<!doctype html><html><head><title>grps metrics</title></head><body>"
-            f"<h1>{html.escape(request_state().settings.server_name)}: grps metrics</h1>"
+            f"<h1>{html.escape(request_state().settings.process.server_name)}: grps metrics</h1>"
             f"<p>Inference requests of every protocol and every worker of this server. "
             f"Trends: <code>{ROOT}/monitor/series?name=*qps</code>.</p>"
             f"<table>{rows}</table></body></html>")

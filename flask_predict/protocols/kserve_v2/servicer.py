@@ -38,7 +38,7 @@ class InferenceServicer:
     def __init__(self, state: PredictState) -> None:
         self.state = state
         self.service = state.service
-        self.server_name = state.settings.server_name
+        self.server_name = state.settings.process.server_name
 
     def ServerLive(self, request: Any) -> Any:
         return v2.ServerLiveResponse(live=True)

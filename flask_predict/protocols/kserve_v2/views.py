@@ -40,7 +40,7 @@ def _probe(ok: bool) -> Response:
 @bp.get("/v2/")
 def server_metadata() -> ResponseReturnValue:
     state = request_state()
-    return _json(wire.server_metadata(state.settings.server_name, wire.server_version(),
+    return _json(wire.server_metadata(state.settings.process.server_name, wire.server_version(),
                                       repository_ext.extensions(state.service)))
 
 

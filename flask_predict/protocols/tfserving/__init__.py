@@ -9,7 +9,7 @@ in :mod:`.servicer`.
 
 from __future__ import annotations
 
-from .. import Protocol, TryRequest
+from ...core.descriptor import Protocol, TryRequest
 from .settings import SECTION
 
 PROTOCOL = Protocol(

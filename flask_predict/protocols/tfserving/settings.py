@@ -5,8 +5,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, Mapping
 
-from .. import Section
-from ...settings.config import Settings, choice_value
+from ...core.descriptor import HasSections, Section
+from ...settings.values import choice_value
 from ...types import ModelSpec
 
 
@@ -24,7 +24,7 @@ def read(values: Mapping[str, Any], models: tuple[ModelSpec, ...]) -> TfServingS
     return TfServingSettings(exact_numbers=numbers == "tfserving")
 
 
-def of(settings: Settings) -> TfServingSettings:
+def of(settings: HasSections) -> TfServingSettings:
     """This protocol's section of *settings*."""
     section: TfServingSettings = settings.sections["tfserving"]
     return section

@@ -12,7 +12,8 @@ import pytest
 from flask import Flask
 from flask.testing import FlaskClient
 
-from flask_predict.settings.config import config_from_environ, read_settings
+from flask_predict.settings.app import read_settings
+from flask_predict.settings.environ import config_from_environ
 from flask_predict.errors import ConfigError
 
 ENDPOINT = "/v1/projects/p/locations/us-central1/endpoints/{}"

@@ -5,9 +5,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, Mapping
 
-from flask_predict.settings.config import Settings
+from flask_predict.core.descriptor import HasSections, Section
 from flask_predict.errors import ConfigError
-from flask_predict.protocols import Section
 
 
 @dataclass(frozen=True)
@@ -22,7 +21,7 @@ def read(values: Mapping[str, Any], models: tuple[Any, ...]) -> TallySettings:
     return TallySettings(label)
 
 
-def of(settings: Settings) -> TallySettings:
+def of(settings: HasSections) -> TallySettings:
     section: TallySettings = settings.sections["tally"]
     return section
 
