@@ -9,9 +9,8 @@ run on the held version; they are the only callers of predictor methods, and any
 predictor becomes :class:`~flask_predict.errors.PredictorFailed` (a 500 with a generic
 message; the cause is chained for the log).
 
-Model control is here too, next to predict: readiness, the index of configured models,
-load and unload (:mod:`.control`), the online switch, and per-version statistics
-(:mod:`.statistics`). Nothing here knows Flask or a protocol.
+Model control is here too: readiness, the index of configured models, load and unload, the
+online switch, per-version statistics. Nothing here knows Flask or a protocol.
 """
 
 from __future__ import annotations

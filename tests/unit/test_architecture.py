@@ -340,3 +340,20 @@ def test_reading_every_plugin_manifest_imports_no_framework() -> None:
     result = subprocess.run([sys.executable, "-c", script], cwd=ROOT, capture_output=True,
                             text=True, timeout=300)
     assert result.returncode == 0, result.stderr[-3000:]
+
+
+def test_the_map_names_every_module() -> None:
+    """docs/architecture.md is the map: every module is named there, by its path
+    (``core/service.py``), or as a word of its package's row (``codecs/``: ``parsing``)."""
+    text = (ROOT / "docs" / "architecture.md").read_text(encoding="utf-8")
+    missing = []
+    for path in sorted(PACKAGE.rglob("*.py")):
+        relative = path.relative_to(PACKAGE).as_posix()
+        if path.name == "__init__.py" or path.name == "__main__.py":
+            continue
+        folder = relative.rpartition("/")[0]
+        named = f"`{relative}`" in text or (
+            folder and f"`{folder.split('/')[0]}/" in text and f"`{path.stem}" in text)
+        if not named:
+            missing.append(relative)
+    assert missing == [], missing
