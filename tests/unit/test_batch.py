@@ -105,7 +105,7 @@ def test_inputs_that_cannot_be_read(models: tuple[Path, Any, Any], tmp_path: Pat
     (tmp_path / "rows.txt").write_text("[1]\n")
     cases = [([str(tmp_path / "absent*.jsonl")], "no input file there"),
              ([str(tmp_path / "rows.txt")], "unknown input format '.txt'"),
-             (["s3://bucket/rows.jsonl"], "no reader for s3:// paths")]
+             (["hdfs://cluster/rows.jsonl"], "no reader for hdfs:// paths")]
     for inputs, message in cases:
         status, err = run(capsys, root, "--input", *inputs, "--output",
                           str(tmp_path / "out.jsonl"))
@@ -135,8 +135,8 @@ def test_a_remote_opener_plugs_in(models: tuple[Path, Any, Any], tmp_path: Path)
         summary = batch.run(model, batch.expand(["mem://rows.jsonl"]),
                             str(tmp_path / "out.jsonl"))
     assert summary.predictions == 3 and summary.errors == 0
-    with pytest.raises(ConfigError, match="no reader for gs://"):
-        batch.expand(["gs://bucket/rows.jsonl"])
+    with pytest.raises(ConfigError, match="no reader for az://"):
+        batch.expand(["az://container/rows.jsonl"])
 
 
 SLOW_ROUTINE = """
