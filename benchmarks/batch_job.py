@@ -3,13 +3,19 @@ predictor called directly on the same chunks, for ``lr`` and ``xgb`` (``models.p
 1 and 2 processes; its peak memory as the file grows; Spark's ``mapInPandas`` helper
 against plain pandas on the same frame.
 
-    .venv/bin/python benchmarks/batch_job.py [--rows 1000000] [--no-spark | --spark-only]
+    .venv/bin/python benchmarks/batch_job.py [--rows 1000000] [--repeats 3]
+        [--before REV] [--no-spark | --spark-only]
 
 The baseline runs in this process: the file's lines parsed (outside the timing) into chunks
 of instances, then ``Model.predict_instances`` on each chunk, which is the predictor's own
 ``predict`` behind the service's one door. The job runs as users run it, a subprocess, its
 time from start to exit (the model's load included) and its peak resident memory (the
-largest of its processes). Figures are ratios against the baseline of the same run.
+largest of its processes). Figures are ratios against the baseline of the same run, each
+time the best of ``--repeats`` runs (the least disturbed by other work on the machine).
+
+``--before REV``: the job also runs with the ``flask_predict`` package of git revision REV
+(exported to a temporary folder, first on ``PYTHONPATH``), in the same run, for a before and
+after reading.
 """
 
 from __future__ import annotations
@@ -42,35 +48,58 @@ def write_lines(path: Path, count: int) -> None:
                                for row in values[start:start + 100_000]))
 
 
-def direct(model_dir: Path, path: Path) -> float:
-    """Seconds for ``predict_instances`` on every chunk of *path*, parsed beforehand."""
+def direct(model_dir: Path, path: Path, repeats: int) -> float:
+    """Seconds for ``predict_instances`` on every chunk of *path*, parsed beforehand: the
+    best of *repeats* passes."""
     from flask_predict.api import Model
 
     with open(path, "rb") as file:
         lines = [orjson.loads(line) for line in file]
     chunks = [lines[i:i + CHUNK] for i in range(0, len(lines), CHUNK)]
+    best = float("inf")
     with Model.load(model_dir) as model:
-        started = time.perf_counter()
-        for chunk in chunks:
-            model.predict_instances(chunk)
-        return time.perf_counter() - started
+        for _ in range(repeats):
+            started = time.perf_counter()
+            for chunk in chunks:
+                model.predict_instances(chunk)
+            best = min(best, time.perf_counter() - started)
+    return best
 
 
-def job(model_dir: Path, path: Path, processes: int) -> tuple[float, float, int]:
+def job(model_dir: Path, path: Path, processes: int,
+        package: Path | None = None) -> tuple[float, float, int]:
     """Seconds scoring (the job's summary: reading, predicting, writing; not the start-up
     and the model's load), seconds in all, and peak resident MiB of ``flask-predict batch``
-    on *path*."""
+    on *path* (with the ``flask_predict`` found in *package*, when given)."""
     command = [str(Path(sys.executable).with_name("flask-predict")), "batch", str(model_dir),
                "--input", str(path), "--output", str(path.with_suffix(".out.jsonl")),
                "--processes", str(processes), "--chunk-size", str(CHUNK)]
+    env = dict(os.environ, PYTHONPATH=str(package)) if package else None
     started = time.perf_counter()
     # a fresh child per run: ru_maxrss of RUSAGE_CHILDREN is the largest process waited for
     done = subprocess.run([sys.executable, "-c", PEAK, *command], check=True,
-                          capture_output=True, text=True)
+                          capture_output=True, text=True, env=env)
     wall = time.perf_counter() - started
     scoring = re.search(r" in ([0-9.]+)s ", done.stderr)
     assert scoring is not None, done.stderr
     return float(scoring.group(1)), wall, int(done.stdout) // 1024
+
+
+def best_job(model_dir: Path, path: Path, processes: int, repeats: int,
+             package: Path | None) -> tuple[float, float, int]:
+    """:func:`job`'s best scoring and wall times of *repeats* runs, and its largest peak."""
+    runs = [job(model_dir, path, processes, package) for _ in range(repeats)]
+    return (min(run[0] for run in runs), min(run[1] for run in runs),
+            max(run[2] for run in runs))
+
+
+def export_package(revision: str, into: Path) -> Path:
+    """``flask_predict`` as it was at git *revision*, under *into*."""
+    into.mkdir()
+    archive = subprocess.run(["git", "archive", revision, "flask_predict"], cwd=HERE.parent,
+                             check=True, capture_output=True).stdout
+    subprocess.run(["tar", "-x", "-C", str(into)], input=archive, check=True)
+    return into
 
 
 PEAK = """
@@ -114,6 +143,8 @@ def spark_ratio(model_dir: Path, count: int) -> tuple[float, float]:
 def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--rows", type=int, default=1_000_000)
+    parser.add_argument("--repeats", type=int, default=3)
+    parser.add_argument("--before", metavar="REV")
     parser.add_argument("--no-spark", action="store_true")
     parser.add_argument("--spark-only", action="store_true")
     args = parser.parse_args()
@@ -127,17 +158,24 @@ def main() -> None:
         small, large = Path(tmp) / "quarter.jsonl", Path(tmp) / "rows.jsonl"
         write_lines(small, args.rows // 4)
         write_lines(large, args.rows)
-        print(f"| model | processes | rows/s | scoring time / direct's | wall time, start-up "
-              f"included | peak MiB, {args.rows // 4:,} rows | peak MiB, {args.rows:,} rows |")
-        print("| --- | --- | --- | --- | --- | --- | --- |")
+        codes: list[tuple[str, Path | None]] = [("this tree", None)]
+        if args.before:
+            codes.insert(0, (args.before, export_package(args.before, Path(tmp) / "before")))
+        print(f"| model | code | processes | rows/s | scoring time / direct's | wall time, "
+              f"start-up included | peak MiB, {args.rows // 4:,} rows | peak MiB, "
+              f"{args.rows:,} rows |")
+        print("| --- | --- | --- | --- | --- | --- | --- | --- |")
         for name in ("lr", "xgb"):
-            baseline = direct(root / name, large)
-            print(f"| {name} | direct | {args.rows / baseline:,.0f} | 1.00 | | | |")
-            for processes in (1, 2):
-                _, _, small_peak = job(root / name, small, processes)
-                seconds, wall, peak = job(root / name, large, processes)
-                print(f"| {name} | {processes} | {args.rows / seconds:,.0f} | "
-                      f"{seconds / baseline:.2f} | {wall:.1f}s | {small_peak} | {peak} |")
+            baseline = direct(root / name, large, args.repeats)
+            print(f"| {name} | direct | | {args.rows / baseline:,.0f} | 1.00 | | | |")
+            for code, package in codes:
+                for processes in (1, 2):
+                    _, _, small_peak = job(root / name, small, processes, package)
+                    seconds, wall, peak = best_job(root / name, large, processes,
+                                                   args.repeats, package)
+                    print(f"| {name} | {code} | {processes} | {args.rows / seconds:,.0f} | "
+                          f"{seconds / baseline:.2f} | {wall:.1f}s | {small_peak} | {peak} |",
+                          flush=True)
         if not args.no_spark:
             spark, pandas = spark_ratio(root / "lr", args.rows)
             print(f"\nSpark mapInPandas (local[2]) {spark:,.0f} rows/s, plain pandas "

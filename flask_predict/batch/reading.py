@@ -58,21 +58,54 @@ def chunks(source: Source, size: int, instance_type: str = ARRAY) -> Iterator[Ch
     raise ConfigError(f"unknown input format {source.format!r}")
 
 
+BLOCK_BYTES = 1 << 22
+"""JSON lines are read this many bytes at a time and split in one call per block."""
+
+_SPACE = ord(" ")
+"""No byte above this one starts a blank line (``bytes.strip`` removes ``\\t\\n\\v\\f\\r``
+and the space)."""
+
+
 def _json_lines(source: Source, size: int) -> Iterator[Chunk]:
     chunk = Chunk(True)
+    rest = b""
     with source.open() as file:
-        for line in file:
-            chunk.read_bytes += len(line)
-            text = line.rstrip(b"\r\n")
-            if not text.strip():
-                chunk.blank += 1
-                continue
-            chunk.items.append(text)
-            if len(chunk.items) >= size:
-                yield chunk
-                chunk = Chunk(True)
+        while True:
+            block = file.read(BLOCK_BYTES)
+            if not block:
+                break
+            chunk.read_bytes += len(block)
+            lines = block.split(b"\n")
+            lines[0] = rest + lines[0]
+            returns = b"\r" in block or b"\r" in lines[0]
+            rest = lines.pop()  # the last line's start, until its newline is read
+            texts, blank = _line_texts(lines, returns)
+            chunk.blank += blank
+            while texts:
+                room = size - len(chunk.items)
+                chunk.items.extend(texts[:room])
+                texts = texts[room:]
+                if len(chunk.items) >= size:
+                    yield chunk
+                    chunk = Chunk(True)
+    if rest:  # a last line without its newline
+        texts, blank = _line_texts([rest], b"\r" in rest)
+        chunk.items.extend(texts)
+        chunk.blank += blank
     if chunk.items or chunk.blank:
         yield chunk
+
+
+def _line_texts(lines: list[bytes], returns: bool) -> tuple[list[bytes], int]:
+    """The texts of *lines*, without their line endings (*returns*: some may end in
+    ``\\r``), and how many blank ones were left out. Lines that all start with a visible
+    character (what their least, by bytes, tells in one pass) are kept as they are; others
+    are looked at one by one."""
+    if lines and not returns and min(lines)[:1] > bytes([_SPACE]):
+        return lines, 0
+    texts = [line.rstrip(b"\r\n") for line in lines]
+    kept = [text for text in texts if text.strip()]
+    return kept, len(texts) - len(kept)
 
 
 def _csv_rows(source: Source, size: int, instance_type: str) -> Iterator[Chunk]:

@@ -1,9 +1,9 @@
 """Where a batch job's input files are: a file, a folder (its files, sorted), or a glob;
 local paths by default, and any other scheme through an opener registered for it.
 
-The remote stores (``gs://``, ``s3://``) plug in here: :func:`register_opener` with an
-:class:`Opener` for the scheme, and :func:`expand` and :func:`open_source` use it for every
-path of that scheme. Nothing else in the job knows where the bytes come from.
+The remote stores plug in here, an :class:`Opener` per scheme: ``gs://`` and ``s3://``
+(:mod:`.remote`) are registered, another is added with :func:`register_opener`, and
+:func:`expand` and :class:`Source` use it for every path of that scheme. Nothing else in the job knows where the bytes come from.
 """
 
 from __future__ import annotations
@@ -14,6 +14,7 @@ from dataclasses import dataclass
 from typing import IO, Protocol
 
 from ..errors import ConfigError
+from .remote import RemoteFiles
 
 FORMATS = {".jsonl": "jsonl", ".json": "jsonl", ".ndjson": "jsonl", ".csv": "csv",
            ".parquet": "parquet", ".pq": "parquet"}
@@ -54,8 +55,10 @@ class LocalFiles:
         return os.path.getsize(path)
 
 
-_OPENERS: dict[str, Opener] = {"": LocalFiles(), "file": LocalFiles()}
-"""Scheme -> its opener; the empty scheme is a plain local path."""
+_OPENERS: dict[str, Opener] = {"": LocalFiles(), "file": LocalFiles(), "gs": RemoteFiles(),
+                               "s3": RemoteFiles()}
+"""Scheme -> its opener; the empty scheme is a plain local path; ``gs`` and ``s3`` are read
+through the storage backends that read remote model paths."""
 
 
 def register_opener(scheme: str, opener: Opener) -> None:

@@ -14,13 +14,14 @@ from typing import Any
 
 import joblib
 import numpy as np
+import orjson
 import pytest
 
 from flask_predict import batch
 from flask_predict.api import Model
 from flask_predict.cli import main
 from flask_predict.cli.demo import train_iris
-from flask_predict.errors import ConfigError
+from flask_predict.errors import ConfigError, PredictError
 from tests.routines import IRIS_ROWS
 from tests.tabular_models import PEOPLE_ROWS, frame, train_people
 
@@ -105,7 +106,7 @@ def test_inputs_that_cannot_be_read(models: tuple[Path, Any, Any], tmp_path: Pat
     (tmp_path / "rows.txt").write_text("[1]\n")
     cases = [([str(tmp_path / "absent*.jsonl")], "no input file there"),
              ([str(tmp_path / "rows.txt")], "unknown input format '.txt'"),
-             (["s3://bucket/rows.jsonl"], "no reader for s3:// paths")]
+             (["hdfs://cluster/rows.jsonl"], "no reader for hdfs:// paths")]
     for inputs, message in cases:
         status, err = run(capsys, root, "--input", *inputs, "--output",
                           str(tmp_path / "out.jsonl"))
@@ -135,8 +136,56 @@ def test_a_remote_opener_plugs_in(models: tuple[Path, Any, Any], tmp_path: Path)
         summary = batch.run(model, batch.expand(["mem://rows.jsonl"]),
                             str(tmp_path / "out.jsonl"))
     assert summary.predictions == 3 and summary.errors == 0
-    with pytest.raises(ConfigError, match="no reader for gs://"):
-        batch.expand(["gs://bucket/rows.jsonl"])
+    with pytest.raises(ConfigError, match="no reader for az://"):
+        batch.expand(["az://container/rows.jsonl"])
+
+
+LINES = [b"[5.1,3.5,1.4,0.2]", b"[6,3,5,2]", b"[5.9, 3.0, 4.2, 1.5]\r", b"", b" \t",
+         b"  [6.7,3.0,5.2,2.3]", b"[6.7,3.0,5.2,2.3],[5.1", b"3.5,1.4,0.2]", b"[NaN,1,1,1]",
+         b"[1,2,3]", b"[[5.1,3.5,1.4,0.2]]", b'["5.1",3.5,1.4,0.2]', b"[5.1,3.5,1.4,0.2]"]
+"""Lines of every kind a chunk of plain rows is told from: integers, spaces, a line ending in
+``\\r``, blank lines, two rows over two lines (neither line is JSON), NaN, the wrong width,
+nesting, text."""
+
+
+def alone(model: Model, text: bytes) -> dict[str, Any]:
+    """The output line of *text* read alone through the instances door, as a server answers
+    each instance."""
+    echo = text.rstrip(b"\r")
+    try:
+        instance = json.loads(echo)
+    except ValueError:
+        return {"instance": echo.decode(), "error": "not JSON"}
+    try:
+        prediction = model.predict_instances([instance])[0]
+    except PredictError as exc:
+        return {"instance": instance, "error": exc.message}
+    return {"instance": instance, "prediction": prediction, "text": b'{"instance":%b,'
+            b'"prediction":%b}' % (echo, orjson.dumps(prediction))}
+
+
+def test_each_line_answers_as_alone(models: tuple[Path, Any, Any], tmp_path: Path,
+                                    monkeypatch: pytest.MonkeyPatch) -> None:
+    """Whatever the chunks and the blocks read, each line's output is the model's answer to
+    it alone: a chunk of plain rows through the matrix door, any other through the
+    instances door, a line over two blocks read whole."""
+    (tmp_path / "in.jsonl").write_bytes(b"\n".join(LINES * 3))  # no newline at the end
+    monkeypatch.setattr(batch.reading, "BLOCK_BYTES", 7)
+    with Model.load(models[0] / "iris") as model:
+        expected = [alone(model, text) for text in LINES * 3 if text.strip()]
+        for size in (1, 2, 1000):
+            out = tmp_path / f"out{size}.jsonl"
+            summary = batch.run(model, batch.expand([str(tmp_path / "in.jsonl")]), str(out),
+                                chunk_size=size)
+            assert summary.blank == 6 and summary.rows == len(expected)
+            written = out.read_bytes().splitlines()
+            for text, line, want in zip(written, read_lines(out), expected):
+                assert line["instance"] == want["instance"], text
+                if "text" in want:
+                    assert text == want["text"]
+                else:
+                    assert want["error"] in line["error"]["message"], (text, want)
+            assert len(written) == len(expected)
 
 
 SLOW_ROUTINE = """

@@ -1,0 +1,113 @@
+"""``flask-predict batch --input gs://... | s3://...``: a job's inputs read from the storage
+servers through the same backends as remote model paths; each job's output compared with the
+same job on the same files read locally."""
+
+from __future__ import annotations
+
+import json
+import shutil
+import tempfile
+from pathlib import Path
+from typing import Any
+
+import joblib
+import numpy as np
+import pyarrow
+import pyarrow.parquet
+import pytest
+
+from flask_predict.cli.demo import train_iris
+from tests.routines import IRIS_ROWS
+from tests.storage_servers import S3_ENV, Bucket, s3_server
+from tests.unit.test_batch import run
+
+COLUMNS = ["sepal_length", "sepal_width", "petal_length", "petal_width"]
+
+
+@pytest.fixture(scope="module")
+def iris(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Any]:
+    root = tmp_path_factory.mktemp("batch_inputs") / "iris"
+    train_iris(root)
+    return root, joblib.load(root / "1" / "model.joblib")
+
+
+@pytest.fixture(scope="module")
+def files(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The inputs, as files: JSON lines, CSV and Parquet of the same rows; a hidden file
+    and a subfolder that a folder's listing leaves out."""
+    folder = tmp_path_factory.mktemp("inputs")
+    (folder / "a.jsonl").write_text("".join(json.dumps(row) + "\n" for row in IRIS_ROWS))
+    (folder / "b.csv").write_text(",".join(COLUMNS) + "\n" + "".join(
+        ",".join(map(str, row)) + "\n" for row in IRIS_ROWS))
+    table = pyarrow.table({name: [row[i] for row in IRIS_ROWS]
+                           for i, name in enumerate(COLUMNS)})
+    pyarrow.parquet.write_table(table, folder / "c.parquet")
+    (folder / ".d.jsonl").write_text("not read\n")
+    (folder / "sub").mkdir()
+    shutil.copy(folder / "a.jsonl", folder / "sub" / "e.jsonl")
+    return folder
+
+
+def test_files_folders_and_globs(bucket: Bucket, iris: tuple[Path, Any], files: Path,
+                                 tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+                                 capsys: pytest.CaptureFixture[str]) -> None:
+    """Every kind of path and format reads as the same files read locally; the downloads
+    leave nothing behind."""
+    model, own = iris
+    (tmp_path / "tmp").mkdir()
+    monkeypatch.setattr(tempfile, "tempdir", str(tmp_path / "tmp"))
+    bucket.upload(files, "batch/in")
+    expected = own.predict(np.array(IRIS_ROWS)).tolist()
+    cases = [("in", "", 3), ("in/*.csv", "*.csv", 1), ("in/a.jsonl", "a.jsonl", 1),
+             ("in/*/e.jsonl", "*/e.jsonl", 1)]
+    for remote, local, count in cases:
+        out, mine = tmp_path / "remote.jsonl", tmp_path / "local.jsonl"
+        status, err = run(capsys, str(model), "--input", bucket.uri(f"batch/{remote}"),
+                          "--output", str(out), "--chunk-size", "2")
+        assert status == 0, err
+        assert f"{3 * count} instances: {3 * count} predictions, 0 errors" in err
+        lines = [json.loads(line) for line in out.read_text().splitlines()]
+        assert [line["prediction"] for line in lines] == expected * count
+        assert lines[0]["instance"] == IRIS_ROWS[0]
+        status, err = run(capsys, str(model), "--input", str(files / local), "--output",
+                          str(mine), "--chunk-size", "2")
+        assert status == 0, err
+        assert out.read_bytes() == mine.read_bytes(), remote
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["local.jsonl", "remote.jsonl",
+                                                          "tmp"]
+    assert not list((tmp_path / "tmp").iterdir())
+
+
+def test_missing_objects_and_buckets_are_one_line(bucket: Bucket, iris: tuple[Path, Any],
+                                                  tmp_path: Path,
+                                                  capsys: pytest.CaptureFixture[str]) -> None:
+    bucket.put("batch/in/a.jsonl", b"[1, 2, 3, 4]\n")
+    scheme = bucket.scheme
+    cases = [(bucket.uri("batch/in/absent.jsonl"), "no input file there"),
+             (bucket.uri("batch/in/*.csv"), "no input file there"),
+             (f"{scheme}://absent-{bucket.name}/in.jsonl", "not found"),
+             (f"{scheme}://", f"is not {scheme}://BUCKET/PATH")]
+    for path, message in cases:
+        status, err = run(capsys, str(iris[0]), "--input", path, "--output",
+                          str(tmp_path / "out.jsonl"))
+        assert status == 1 and message in err, err
+        assert err.startswith("flask-predict batch: ") and err.count("\n") == 1, err
+    assert not (tmp_path / "out.jsonl").exists()
+
+
+def test_denied_read_names_the_path_never_the_secret(
+        iris: tuple[Path, Any], tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+        capsys: pytest.CaptureFixture[str]) -> None:
+    server = s3_server(tmp_path / "s3", check_credentials=True).start()
+    try:
+        for key, value in server.env.items():
+            monkeypatch.setenv(key, value)
+        status, err = run(capsys, str(iris[0]), "--input", "s3://private-inputs/in.jsonl",
+                          "--output", str(tmp_path / "out.jsonl"))
+    finally:
+        server.stop()
+    assert status == 1 and err.count("\n") == 1, err
+    assert err.startswith("flask-predict batch: s3://private-inputs/in.jsonl: cannot list: "
+                          "access denied"), err
+    assert S3_ENV["AWS_SECRET_ACCESS_KEY"] not in err and S3_ENV["AWS_ACCESS_KEY_ID"] not in err
+    assert not (tmp_path / "out.jsonl").exists()
