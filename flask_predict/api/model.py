@@ -147,6 +147,12 @@ class Model:
             return predictions
         return self._service.predict_instances(self._loaded, instances, kwargs)
 
+    def predict_matrix(self, matrix: Tensor) -> list[Any] | None:
+        """Predictions for instances that are rows of numbers, already one float64 matrix
+        (the door the server takes for such a body); ``None`` when the model needs them as
+        JSON values (ask :meth:`predict_instances` then)."""
+        return self._service.predict_matrix(self._loaded, matrix)
+
     def predict_request(self, body: Mapping[str, Any]) -> Any:
         """The answer of AI Platform's predict route to *body* (``{"instances": [...],
         ...}``): ``{"predictions": [...]}``, or a Vertex AI routine's own whole answer."""

@@ -98,7 +98,7 @@ def _matrix_lines(model: Model, texts: list[bytes]) -> bytes | None:
         return None
     try:
         # the door the server's predict routes take for a body of numbers
-        predictions = model._service.predict_matrix(model._loaded, matrix)
+        predictions = model.predict_matrix(matrix)
     except PredictError:
         return None
     if predictions is None or len(predictions) != len(texts):
