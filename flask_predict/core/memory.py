@@ -6,15 +6,16 @@ their own until one such block is freed, which raises the mapping threshold to t
 size (up to 32 MiB) and the threshold for giving back the top of the heap to twice that.
 A worker that serves messages of a few MiB then lands on thresholds of the size of its own
 buffers, and gives megabytes back and faults them in again on every call (a 10,000-row V2
-gRPC call spent a third more CPU that way). :func:`fix_thresholds` sets them once, at the
-top of that range: blocks of :data:`MMAP_THRESHOLD_BYTES` or more are mapped on their own and
-unmapped when freed, and the heap keeps up to :data:`TRIM_THRESHOLD_BYTES` free at its top
-between requests. The server calls it in each worker (:func:`.runtime.prepare_process`);
+gRPC call: 23 page faults and a quarter more CPU a call). :func:`fix_thresholds` sets them
+once, agreeing with the trim below: blocks of :data:`MMAP_THRESHOLD_BYTES` or more (the
+size that makes a request large) get a mapping of their own, unmapped when freed; smaller
+ones come from the heap, which keeps up to :data:`TRIM_THRESHOLD_BYTES` free at its top for
+the next request. The server calls it in each worker (:func:`.runtime.prepare_process`);
 glibc's own ``MALLOC_MMAP_THRESHOLD_`` and ``MALLOC_TRIM_THRESHOLD_`` (or the
 ``glibc.malloc`` tunables), when set, win.
 
-A large JSON body becomes millions of Python objects, freed in the middle of the heap as
-much as at its top, where no threshold returns them: after a request whose body was at
+A large JSON body becomes millions of small Python objects, freed in the middle of the heap
+as much as at its top, where no threshold returns them: after a request whose body was at
 least :data:`RELEASE_AFTER_BYTES` long, :func:`release` asks glibc to return all free
 memory (``malloc_trim(0)``). It runs in gunicorn's ``post_request`` hook, after the response
 went out. An app that embeds the extension keeps its process as it was unless it calls
@@ -35,9 +36,9 @@ logger = logging.getLogger(__name__)
 RELEASE_AFTER_BYTES = 4 * 1024 * 1024
 """Bodies (as inflated) at least this long mark their request for :func:`release`."""
 ENVIRON_KEY = "flask_predict.release_memory"
-MMAP_THRESHOLD_BYTES = 16 * 1024 * 1024
-"""Blocks this large or larger get a mapping of their own, unmapped when freed: a request's
-largest buffers (bodies, arrays of millions of values) never stay in the heap."""
+MMAP_THRESHOLD_BYTES = RELEASE_AFTER_BYTES
+"""Blocks this large or larger get a mapping of their own, unmapped when freed: a large
+request's buffers (bodies, arrays of a million values) never stay in the heap."""
 TRIM_THRESHOLD_BYTES = 4 * MMAP_THRESHOLD_BYTES
 """Free memory at the top of the heap up to this much is kept for the next request."""
 

@@ -56,7 +56,7 @@ PROBE = textwrap.dedent("""
         app.config.update(PREDICT_MODELS={}, PREDICT_POLL_SECONDS=0,
                           PREDICT_MANAGE_PROCESS=sys.argv[1] == "managed")
         FlaskPredict(app)
-    print(json.dumps({"set": done, "8 MiB": probe(8 << 20), "32 MiB": probe(32 << 20)}))
+    print(json.dumps({"set": done, "2 MiB": probe(2 << 20), "8 MiB": probe(8 << 20)}))
 """)
 
 
@@ -70,28 +70,28 @@ def run_probe(how: str, **environment: str) -> dict[str, Any]:
 
 
 def test_fixed_thresholds_keep_mid_sized_blocks_in_the_heap() -> None:
-    """Blocks under 16 MiB come from the heap and stay there once freed (up to 64 MiB at its
-    top), so a request of a few MiB does not map and unmap them on every call; larger ones
-    still get a mapping of their own, given back when freed."""
+    """Blocks under 4 MiB (a large request's size) come from the heap and stay there once
+    freed (up to 16 MiB at its top), so a request of a few MiB does not map and unmap them
+    on every call; larger ones still get a mapping of their own, given back when freed."""
     got = run_probe("fix")
     assert got["set"] == ["MALLOC_MMAP_THRESHOLD_", "MALLOC_TRIM_THRESHOLD_"]
-    assert got["8 MiB"]["mapped"] is False and got["8 MiB"]["kept"] >= 8 * MIB
-    assert got["32 MiB"]["mapped"] is True
-    assert memory.MMAP_THRESHOLD_BYTES == 16 * MIB
-    assert memory.TRIM_THRESHOLD_BYTES == 64 * MIB
+    assert got["2 MiB"]["mapped"] is False and got["2 MiB"]["kept"] >= 2 * MIB
+    assert got["8 MiB"]["mapped"] is True
+    assert memory.MMAP_THRESHOLD_BYTES == memory.RELEASE_AFTER_BYTES == 4 * MIB
+    assert memory.TRIM_THRESHOLD_BYTES == 16 * MIB
 
 
 def test_an_embedding_apps_process_keeps_glibcs_thresholds() -> None:
-    assert run_probe("embedded")["8 MiB"]["mapped"] is True
-    assert run_probe("managed")["8 MiB"]["mapped"] is False  # PREDICT_MANAGE_PROCESS
+    assert run_probe("embedded")["2 MiB"]["mapped"] is True
+    assert run_probe("managed")["2 MiB"]["mapped"] is False  # PREDICT_MANAGE_PROCESS
 
 
 def test_the_operators_glibc_settings_win() -> None:
     got = run_probe("fix", MALLOC_MMAP_THRESHOLD_=str(MIB))
-    assert got["set"] == ["MALLOC_TRIM_THRESHOLD_"] and got["8 MiB"]["mapped"] is True
+    assert got["set"] == ["MALLOC_TRIM_THRESHOLD_"] and got["2 MiB"]["mapped"] is True
     got = run_probe("fix", GLIBC_TUNABLES=f"glibc.malloc.trim_threshold={MIB}")
     assert got["set"] == ["MALLOC_MMAP_THRESHOLD_"]
-    assert got["8 MiB"]["mapped"] is False and got["8 MiB"]["kept"] < 8 * MIB
+    assert got["2 MiB"]["mapped"] is False and got["2 MiB"]["kept"] < 2 * MIB
 
 
 def test_release_after_large_bodies_only() -> None:
