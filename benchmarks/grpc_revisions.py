@@ -3,10 +3,12 @@
 (``gtensors`` of 1 and 100 rows), for ``revisions.py``'s 20-feature LogisticRegression.
 
 Each tree serves gRPC from one process of its own (the app and its gRPC server in
-process, no gunicorn); a client in another process sends one pre-encoded message after
-another for a few seconds, and the server's CPU time over that stretch (every thread of
-its process) gives its requests per CPU second. Rounds alternate the trees; medians are
-compared as ratios to the first tree, as in ``revisions.py``:
+process, no gunicorn, set up as a server's worker is: ``PREDICT_MANAGE_PROCESS`` sizes the
+thread pools, fixes the heap thresholds and freezes the heap); a client in another process
+sends one pre-encoded message after another for a few seconds, and the server's CPU time
+over that stretch (every thread of its process) gives its requests per CPU second. Rounds
+alternate the trees; medians are compared as ratios to the first tree, as in
+``revisions.py``:
 
     .venv/bin/python benchmarks/grpc_revisions.py /tmp/before . [--rounds 5] [--seconds 2]
 """
@@ -27,12 +29,16 @@ import json, subprocess, sys, time
 from flask import Flask
 sys.path.insert(0, sys.argv[1])
 from flask_predict import FlaskPredict
-from flask_predict.process.server import start_grpc
+try:
+    from flask_predict.process.server import start_grpc
+except ImportError:  # trees before the modules were grouped into packages
+    from flask_predict.server import start_grpc
 from flask_predict_sklearn import SklearnPredictor
 app = Flask("bench")
 app.config.update(PREDICT_MODELS={"lr": {"base_path": sys.argv[2] + "/lr",
                                          "predictor": "sklearn"}},
-                  PREDICT_POLL_SECONDS=0, PREDICT_GRPC_PORT=0, PREDICT_GRPC_HOST="127.0.0.1")
+                  PREDICT_POLL_SECONDS=0, PREDICT_GRPC_PORT=0, PREDICT_GRPC_HOST="127.0.0.1",
+                  PREDICT_MANAGE_PROCESS=True)
 predict = FlaskPredict()
 predict.register_predictor("sklearn", SklearnPredictor)
 predict.init_app(app)

@@ -11,6 +11,8 @@ same for both trees cancels out. Used to check that a refactoring costs no throu
 
 ``--cpu`` counts requests per CPU second of the process instead of per second: on a machine
 other work keeps busy, what the requests spend moves far less than how long they wait.
+``--worker`` sets the process up as the server sets up each worker
+(``PREDICT_MANAGE_PROCESS``), where it would otherwise keep the defaults of an embedding app.
 """
 
 from __future__ import annotations
@@ -48,7 +50,8 @@ clock = time.process_time if sys.argv[6] == "cpu" else time.perf_counter
 app = Flask("bench")
 plugins = {"lr": "sklearn", "xgb": "xgboost"}
 app.config.update(PREDICT_MODELS={m: {"base_path": f"{models}/{m}", "predictor": p}
-                                  for m, p in plugins.items()}, PREDICT_POLL_SECONDS=0)
+                                  for m, p in plugins.items()}, PREDICT_POLL_SECONDS=0,
+                  PREDICT_MANAGE_PROCESS=sys.argv[7] == "worker")
 if len(sys.argv) > 5 and sys.argv[5] == "bare":  # the core alone: no metrics, no access log
     from flask_predict.settings.config import DEFAULTS
     for key, off in (("PREDICT_METRICS", False), ("PREDICT_ACCESS_LOG", None)):
@@ -102,6 +105,9 @@ def main() -> None:
                         help="metrics and access log off in trees that have them")
     parser.add_argument("--cpu", action="store_true",
                         help="requests per CPU second of the process, not per second")
+    parser.add_argument("--worker", action="store_true",
+                        help="the process set up as a server's worker is "
+                             "(PREDICT_MANAGE_PROCESS: thread pools, heap thresholds, gc.freeze)")
     args = parser.parse_args()
     import numpy as np
 
@@ -111,7 +117,7 @@ def main() -> None:
     routes = json.dumps({name: [path, bodies[name]] for name, (path, _) in ROUTES.items()})
     results = run_rounds(args.trees, args.rounds, lambda root, models: [
         "-c", CHILD, root, models, str(args.seconds), routes, "bare" if args.bare else "full",
-        "cpu" if args.cpu else "wall"])
+        "cpu" if args.cpu else "wall", "worker" if args.worker else "embedded"])
     report(results, "req/CPU s" if args.cpu else "req/s")
 
 

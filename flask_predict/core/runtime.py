@@ -1,5 +1,5 @@
 """Process-wide resources of a serving process: native thread pools, the GPU it uses, the
-garbage collector. One owner: the server (gunicorn's hooks in :mod:`flask_predict.process.server`)
+allocator's thresholds (:mod:`.memory`), the garbage collector. One owner: the server (gunicorn's hooks in :mod:`flask_predict.process.server`)
 calls these; ``init_app`` calls them only when ``PREDICT_MANAGE_PROCESS`` asks, so an app
 that embeds the extension keeps its process as it was.
 """
@@ -10,6 +10,8 @@ import gc
 import logging
 import os
 from typing import Sequence
+
+from . import memory
 
 logger = logging.getLogger(__name__)
 
@@ -24,8 +26,10 @@ NVIDIA_GPUS = "/proc/driver/nvidia/gpus"
 
 def prepare_process(threads: int, gpus: Sequence[int] | None,
                     worker_index: int | None) -> None:
-    """Before any framework loads: size thread pools and pick this worker's GPU."""
+    """Before any framework loads: size thread pools, pick this worker's GPU and fix the
+    allocator's thresholds (:func:`.memory.fix_thresholds`)."""
     limit_threads(threads)
+    memory.fix_thresholds()
     assign_gpu(gpus, worker_index)
 
 

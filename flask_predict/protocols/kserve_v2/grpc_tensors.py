@@ -10,17 +10,18 @@ a request alike; outputs go out as typed contents or raw bytes.
 
 from __future__ import annotations
 
-from typing import Any, Sequence
+from typing import Any, Iterable, Mapping, Sequence
 
 import numpy as np
 
 from ... import codecs
 from ...core.limits import check_shape
 from ...errors import InvalidInput
+from ...grpc.messages import v2
 from ...types import InferenceRequest, Limits, Signature, Tensor
 from .binary import array_to_binary, binary_to_array
-from .decoding import (DecodedInfer, check_count, check_datatype, decode_outputs, fit_inputs,
-                       json_to_array, read_shape)
+from .decoding import (DecodedInfer, OutputOptions, check_count, check_datatype, decode_outputs,
+                       fit_inputs, json_to_array, read_shape)
 
 V2_CONTENTS: dict[str, str] = {
     "BOOL": "bool_contents", "INT8": "int_contents", "INT16": "int_contents",
@@ -70,20 +71,33 @@ def decode_request(request: Any, version: str | None, signature: Signature,
     if not tensors:
         raise InvalidInput("'inputs' must be a non-empty list of tensors")
     inputs = _decode_inputs(tensors, raw, limits, signature.tabular)
-    outputs = None
-    if request.outputs:
-        outputs = [{"name": output.name, "parameters": parameters(output.parameters)}
-                   if output.parameters else {"name": output.name}
-                   for output in request.outputs]
-    names, options = decode_outputs(outputs, request_parameters)
+    names, options = _decode_outputs(request.outputs, request_parameters)
     decoded = InferenceRequest(model=request.model_name, version=version,
                                inputs=fit_inputs(inputs, signature), outputs=names,
                                parameters=request_parameters)
     return DecodedInfer(decoded, None, options)
 
 
+def _decode_outputs(requested: Sequence[Any], request_parameters: dict[str, Any]
+                    ) -> tuple[list[str] | None, OutputOptions]:
+    """The requested outputs' names and options, as :func:`.decoding.decode_outputs` reads
+    them from the REST form; the usual request (names alone, no parameters) without
+    building that form."""
+    if not requested:
+        return decode_outputs(None, request_parameters)
+    names = [output.name for output in requested]
+    if request_parameters or len(set(names)) != len(names) or any(
+            output.parameters for output in requested):
+        return decode_outputs([{"name": output.name, "parameters": parameters(output.parameters)}
+                               if output.parameters else {"name": output.name}
+                               for output in requested], request_parameters)
+    return names, OutputOptions()
+
+
 def _check_contents(tensor: Any, raw: bool) -> None:
     """An input's values are in raw contents or in its datatype's typed field, not both."""
+    if raw and not tensor.HasField("contents"):
+        return  # the usual raw request: nothing to compare
     filled = [field.name for field, _ in tensor.contents.ListFields()]
     if raw:
         if filled:
@@ -161,9 +175,28 @@ def _packed(contents: Any, dtype: np.dtype[Any], count: int) -> Tensor | None:
 
 # --- responses --------------------------------------------------------------------------------
 
-def needs_raw(outputs: Sequence[Tensor]) -> bool:
+def needs_raw(outputs: Iterable[Tensor]) -> bool:
     """Whether some output has no typed contents field (FP16, BF16)."""
     return any(codecs.datatype_of(array) not in V2_CONTENTS for array in outputs)
+
+
+def infer_response(model: str, version: str, request_id: str, outputs: Mapping[str, Tensor],
+                   raw: bool) -> Any:
+    """A ``ModelInferResponse`` with *outputs*, their values in ``raw_output_contents``
+    when *raw*, else in typed contents; built in one go with raw contents (what
+    tritonclient asks for), each field set once."""
+    if not raw:
+        response = v2.ModelInferResponse(model_name=model, model_version=version,
+                                         id=request_id)
+        for name, array in outputs.items():
+            to_v2_output(array, response.outputs.add(name=name), None)
+        return response
+    tensor = v2.ModelInferResponse.InferOutputTensor
+    return v2.ModelInferResponse(
+        model_name=model, model_version=version, id=request_id,
+        outputs=[tensor(name=name, datatype=codecs.datatype_of(array), shape=array.shape)
+                 for name, array in outputs.items()],
+        raw_output_contents=[array_to_binary(array) for array in outputs.values()])
 
 
 def to_v2_output(array: Tensor, proto: Any, raw: list[bytes] | None) -> None:

@@ -69,23 +69,17 @@ class InferenceServicer:
             if (record := current_request.get()) is not None:
                 record.adopt_id(request.id or None)  # the message's id names it in the log
             result = self.service.predict(loaded, decoded.request)
-            labels = loaded.metadata.properties.get("classes")
+            classification = decoded.options.classification
+            labels = loaded.metadata.properties.get("classes") if classification else None
 
-        response = v2.ModelInferResponse(model_name=result.model,
-                                         model_version=str(result.version), id=request.id)
         outputs = {}
         for name, array in result.outputs.items():
-            count = decoded.options.classification.get(name)
+            count = classification.get(name)
             outputs[name] = np.asarray(array) if count is None else classify(
                 np.asarray(array), count, labels, name)
-        raw: list[bytes] | None = None
-        if request.raw_input_contents or grpc_tensors.needs_raw(list(outputs.values())):
-            raw = []
-        for name, array in outputs.items():
-            grpc_tensors.to_v2_output(array, response.outputs.add(name=name), raw)
-        if raw is not None:
-            response.raw_output_contents.extend(raw)
-        return response
+        raw = bool(request.raw_input_contents) or grpc_tensors.needs_raw(outputs.values())
+        return grpc_tensors.infer_response(result.model, str(result.version), request.id,
+                                           outputs, raw)
 
     # --- extensions --------------------------------------------------------------------------
 

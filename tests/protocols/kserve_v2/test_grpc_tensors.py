@@ -192,6 +192,66 @@ def test_grpc_only_mistakes_name_the_fields() -> None:
         over_grpc(v2.ModelInferRequest())
 
 
+OUTPUTS: dict[str, tuple[list[dict[str, Any]], dict[str, Any]]] = {
+    "none": ([], {}),
+    "names": ([{"name": "y"}, {"name": "p"}], {}),
+    "twice": ([{"name": "y"}, {"name": "y"}], {}),
+    "top classes": ([{"name": "y", "parameters": {"classification": 2}}], {}),
+    "bad top classes": ([{"name": "y", "parameters": {"classification": 0}}], {}),
+    "binary flags": ([{"name": "y", "parameters": {"binary_data": True}}],
+                     {"binary_data_output": True}),
+    "bad flag": ([{"name": "y"}], {"binary_data_output": 1}),
+}
+
+
+@pytest.mark.parametrize("case", list(OUTPUTS))
+def test_requested_outputs_read_as_over_rest(case: str) -> None:
+    """The usual request (names alone) is read without the REST form; every other one
+    through it: the same names, options and errors either way."""
+    outputs, parameters = OUTPUTS[case]
+    request = raw("x", "FP64", [1], b"\0" * 8)
+    for key, value in parameters.items():
+        request.parameters[key].CopyFrom(v2.InferParameter(
+            bool_param=value) if isinstance(value, bool) else v2.InferParameter(int64_param=value))
+    for output in outputs:
+        added = request.outputs.add(name=output["name"])
+        for key, value in output.get("parameters", {}).items():
+            if isinstance(value, bool):
+                added.parameters[key].bool_param = value
+            else:
+                added.parameters[key].int64_param = value
+    header: dict[str, Any] = {**rest_binary("x", "FP64", [1], b"\0" * 8)[0],
+                              **({"outputs": outputs} if outputs else {}),
+                              **({"parameters": parameters} if parameters else {})}
+    message = v2.ModelInferRequest.FromString(request.SerializeToString())
+    try:
+        expected = decode_full(json.loads(json.dumps(header)), b"\0" * 8, "m", "1",
+                               ANY_INPUTS, LIMITS)
+    except PredictError as error:
+        with pytest.raises(PredictError) as over_grpc_error:
+            tensors.decode_request(message, "1", ANY_INPUTS, LIMITS)
+        assert over_grpc_error.value.message == error.message
+        return
+    got = tensors.decode_request(message, "1", ANY_INPUTS, LIMITS)
+    assert got.request.outputs == expected.request.outputs
+    assert got.options == expected.options
+
+
+def test_answers_carry_typed_or_raw_contents() -> None:
+    outputs = {"y": np.array([[1.5, 2.5]], np.float32), "s": np.array([b"a"], dtype=object)}
+    typed_answer = tensors.infer_response("m", "2", "id-1", outputs, raw=False)
+    raw_answer = tensors.infer_response("m", "2", "id-1", outputs, raw=True)
+    for answer in (typed_answer, raw_answer):
+        assert (answer.model_name, answer.model_version, answer.id) == ("m", "2", "id-1")
+        assert [(o.name, o.datatype, list(o.shape)) for o in answer.outputs] == \
+            [("y", "FP32", [1, 2]), ("s", "BYTES", [1])]
+    assert list(typed_answer.outputs[0].contents.fp32_contents) == [1.5, 2.5]
+    assert list(typed_answer.outputs[1].contents.bytes_contents) == [b"a"]
+    assert not typed_answer.raw_output_contents
+    assert list(raw_answer.raw_output_contents) == [array_to_binary(a) for a in outputs.values()]
+    assert not raw_answer.outputs[0].HasField("contents")
+
+
 def test_v2_outputs_are_typed_or_raw() -> None:
     answer = v2.ModelInferResponse()
     tensors.to_v2_output(np.array([[1.5, 2.5]], np.float32), answer.outputs.add(name="y"), None)
