@@ -17,6 +17,9 @@ PY := $(VENV)/bin/python
 UV := $(VENV)/bin/uv
 HOST ?= 127.0.0.1
 PORT ?= 8501
+# make test runs the suite in this many processes (pytest-xdist, one test file to a process):
+# most of its time is spent waiting on real servers to start and answer, not on the CPU
+TEST_PROCESSES ?= 2
 PLUGINS := plugins/sklearn plugins/xgboost plugins/custom plugins/tensorflow plugins/lightgbm \
 	plugins/catboost plugins/onnx
 PROJECTS := pyproject.toml $(addsuffix /pyproject.toml,$(PLUGINS))
@@ -64,11 +67,12 @@ system-deps:
 
 test: install
 	$(PY) -m compileall -q flask_predict plugins
-	$(PY) -m pytest $(PYTEST_ARGS)
+	$(PY) -m pytest -n $(TEST_PROCESSES) --dist loadfile --durations=20 $(PYTEST_ARGS)
 
 # no real gunicorn server, no TensorFlow: the quick loop while editing (make test before a push)
 test-quick: install
-	$(PY) -m pytest -m "not e2e and not tensorflow" $(PYTEST_ARGS)
+	$(PY) -m pytest -n $(TEST_PROCESSES) --dist loadfile -m "not e2e and not tensorflow" \
+		$(PYTEST_ARGS)
 
 typecheck: install
 	$(VENV)/bin/mypy

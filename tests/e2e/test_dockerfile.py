@@ -9,12 +9,13 @@ import fnmatch
 import json
 import re
 import shlex
-import subprocess
-import sys
+import shutil
 import zipfile
 from pathlib import Path
 
 import pytest
+
+from tests.dist import built_dist
 
 pytestmark = pytest.mark.e2e
 
@@ -61,11 +62,14 @@ def ignored(path: str) -> bool:
 
 
 @pytest.fixture(scope="module")
-def wheels() -> list[Path]:
-    """What ``make dist`` builds (with this test run's virtualenv, which is installed)."""
-    subprocess.run(["make", "-s", "-o", f"{sys.prefix}/.serving", "dist", f"VENV={sys.prefix}"],
-                   cwd=ROOT, check=True)
-    return sorted((ROOT / "dist").glob("*.whl"))
+def wheels(tmp_path_factory: pytest.TempPathFactory) -> list[Path]:
+    """What ``make dist`` builds (with this test run's virtualenv, which is installed), copied
+    out of ``dist/`` while no other test process rebuilds it."""
+    kept = tmp_path_factory.mktemp("dist")
+    with built_dist() as dist:
+        for wheel in dist.glob("*.whl"):
+            shutil.copy2(wheel, kept / wheel.name)
+    return sorted(kept.glob("*.whl"))
 
 
 def test_every_copied_path_exists(wheels: list[Path]) -> None:

@@ -14,7 +14,6 @@ import json
 import os
 import resource
 import subprocess
-import sys
 import time
 from pathlib import Path
 from typing import Any, Iterator
@@ -26,6 +25,7 @@ import tritonclient.grpc as grpcclient
 from grpc_health.v1 import health_pb2, health_pb2_grpc
 
 from tests import programs
+from tests.dist import built_dist
 from tests.e2e.server import ROOT, free_port, request
 
 pytestmark = pytest.mark.e2e
@@ -88,10 +88,9 @@ def image(tools: None, tmp_path_factory: pytest.TempPathFactory) -> Iterator[str
     builds."""
     if podman("image", "exists", BASE, check=False).returncode != 0:
         make_base(tmp_path_factory.mktemp("base"))
-    subprocess.run(["make", "-s", "-o", f"{sys.prefix}/.serving", "dist", f"VENV={sys.prefix}"],
-                   cwd=ROOT, check=True, timeout=600)
-    podman("build", "--format", "docker", "--layers=false", "--pull=never",
-           "--build-arg", f"BASE_IMAGE={BASE}", "--tag", IMAGE, str(ROOT), timeout=2400)
+    with built_dist():  # the build context's dist/, held until podman has read it
+        podman("build", "--format", "docker", "--layers=false", "--pull=never",
+               "--build-arg", f"BASE_IMAGE={BASE}", "--tag", IMAGE, str(ROOT), timeout=2400)
     try:
         yield IMAGE
     finally:
