@@ -76,22 +76,32 @@ class Watcher:
         self._first_load_done = threading.Event()
         self._after_first_load: list[Callable[[], None]] = []
         self._after_poll: list[Callable[[], None]] = []
+        self._callbacks = threading.Lock()
+        """Held while a callback is added and while the first load is declared done, so
+        none added meanwhile is missed."""
         if not load_first:
             self._first_load_done.set()
 
     def after_first_load(self, callback: Callable[[], None]) -> None:
         """Call *callback* once the first load is done (at once if it is), on the
         watcher's thread; failures are logged."""
-        if self._first_load_done.is_set():
+        with self._callbacks:
+            done = self._first_load_done.is_set()
+            if not done:
+                self._after_first_load.append(callback)
+        if done:
             _call(callback)
-        else:
-            self._after_first_load.append(callback)
 
     def after_each_poll(self, callback: Callable[[], None]) -> None:
-        """Call *callback* after every poll from now on (and once at once if the first
-        load is done), on the watcher's thread; failures are logged."""
-        self._after_poll.append(callback)
-        if self._first_load_done.is_set():
+        """Call *callback* after every poll from now on, and once the first load is done
+        (at once if it is: so at least once even when no poll follows, polling off);
+        failures are logged."""
+        with self._callbacks:
+            self._after_poll.append(callback)
+            done = self._first_load_done.is_set()
+            if not done:
+                self._after_first_load.append(callback)
+        if done:
             _call(callback)
 
     def wait_first_load(self, timeout: float | None = None) -> bool:
@@ -132,8 +142,10 @@ class Watcher:
             self.poll()
             logger.info("flask_predict: first load done in %.2fs; ready: %s",
                         time.perf_counter() - started, self.repository.ready)
-            self._first_load_done.set()
-            for callback in self._after_first_load:
+            with self._callbacks:
+                self._first_load_done.set()
+                callbacks = list(self._after_first_load)
+            for callback in callbacks:
                 _call(callback)
             if self.poll_seconds <= 0:
                 return

@@ -183,3 +183,29 @@ def test_poll_now_wakes_the_thread_and_unloaded_names_are_left_out(tmp_path: Pat
     unloaded.add("b")
     assert watcher.poll_now(30)  # no thread: polls in the caller
     assert repository.names() == ["a"]
+
+
+def test_a_callback_added_while_the_first_load_ends_still_runs(config_file: Path) -> None:
+    """Polling off (``PREDICT_POLL_SECONDS`` 0, TF Serving's
+    ``--file_system_poll_wait_seconds 0``): a callback added after the first poll has called
+    its callbacks but before the first load is declared done runs once that load is done.
+    A worker adds its readiness marker so; missed, the server never read ready."""
+    specs = load_models(None, config_file)
+    repository = ModelRepository.load(specs, FlaskPredict().predictor_class)
+    watcher = Watcher(repository, None, str(config_file), 0, specs, load_first=True)
+    late = threading.Event()
+    first_load = threading.Event()
+
+    def added_during_the_poll() -> None:
+        # runs in the first poll's callbacks, before the first load is declared done
+        watcher.after_each_poll(late.set)
+        watcher.after_first_load(first_load.set)
+
+    watcher.after_each_poll(added_during_the_poll)
+    watcher.start()
+    try:
+        assert watcher.wait_first_load(10)
+        assert late.wait(10) and first_load.wait(10)
+    finally:
+        watcher.stop()
+        repository.close()
