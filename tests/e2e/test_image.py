@@ -13,6 +13,7 @@ from __future__ import annotations
 import json
 import os
 import resource
+import shutil
 import subprocess
 import time
 from pathlib import Path
@@ -82,15 +83,37 @@ def make_base(folder: Path) -> None:
     podman("import", str(archive), BASE)
 
 
+def build_context(folder: Path) -> Path:
+    """What the checkout hands ``podman build``: the Dockerfile, its ``.dockerignore`` and
+    the paths that file lets through (the wheels ``make dist`` builds, the front's files),
+    copied out while no other test process rebuilds ``dist/``."""
+    ignore = (ROOT / ".dockerignore").read_text(encoding="utf-8")
+    allowed = [line[1:].strip().rstrip("/") for line in ignore.splitlines()
+               if line.startswith("!")]
+    for name in ("Dockerfile", ".dockerignore"):
+        shutil.copy2(ROOT / name, folder / name)
+    with built_dist():
+        for pattern in allowed:
+            for path in ROOT.glob(pattern):
+                target = folder / path.relative_to(ROOT)
+                target.parent.mkdir(parents=True, exist_ok=True)
+                if path.is_dir():
+                    shutil.copytree(path, target)
+                else:
+                    shutil.copy2(path, target)
+    assert list((folder / "dist").glob("*.whl")), "make dist built no wheel"
+    return folder
+
+
 @pytest.fixture(scope="module")
 def image(tools: None, tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
     """The CPU image built from the repository's Dockerfile and the wheels ``make dist``
     builds."""
     if podman("image", "exists", BASE, check=False).returncode != 0:
         make_base(tmp_path_factory.mktemp("base"))
-    with built_dist():  # the build context's dist/, held until podman has read it
-        podman("build", "--format", "docker", "--layers=false", "--pull=never",
-               "--build-arg", f"BASE_IMAGE={BASE}", "--tag", IMAGE, str(ROOT), timeout=2400)
+    context = build_context(tmp_path_factory.mktemp("context"))
+    podman("build", "--format", "docker", "--layers=false", "--pull=never",
+           "--build-arg", f"BASE_IMAGE={BASE}", "--tag", IMAGE, str(context), timeout=2400)
     try:
         yield IMAGE
     finally:
