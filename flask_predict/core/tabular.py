@@ -132,15 +132,21 @@ def code_matrix(columns: Mapping[str, Tensor], layout: Sequence[Column],
     return matrix
 
 
-def feature_rows(inputs: Mapping[str, Tensor], spec: TensorSpec) -> Tensor:
-    """The one input of a model fitted on a matrix of numbers: a batch of feature rows,
-    checked against *spec* (``[-1, n_features]``)."""
+def single_input(inputs: Mapping[str, Tensor]) -> Tensor:
+    """The one input of a model fitted on a matrix: a 2-D batch of rows, any values."""
     if len(inputs) != 1:
         raise InvalidInput(f"the model takes one input (a batch of feature rows), got "
                            f"{len(inputs)}: {sorted(inputs)}")
     (rows,) = inputs.values()
     if rows.ndim == 1:
-        raise InvalidInput("expected a batch of feature rows (a 2-D array), got 1-D")
+        raise InvalidInput("expected a batch of feature rows (a 2-D array), got a 1-D array")
+    return rows
+
+
+def feature_rows(inputs: Mapping[str, Tensor], spec: TensorSpec) -> Tensor:
+    """The one input of a model fitted on a matrix of numbers: a batch of feature rows,
+    checked against *spec* (``[-1, n_features]``)."""
+    rows = single_input(inputs)
     codecs.check_shape(rows, spec)
     if rows.dtype.kind not in "iufb":
         raise InvalidInput(f"expected numbers, got {codecs.datatype_of(rows)}")

@@ -26,7 +26,7 @@ from flask_predict.codecs import NUMPY_TO_V2, check_shape
 from flask_predict.errors import one_line
 from flask_predict.explanation import cannot_explain
 from flask_predict.core.tabular import (NUMBER, known_categories, read_columns, refused_feature,
-                                        refused_number, tabular_signature)
+                                        refused_number, single_input, tabular_signature)
 from flask_predict.types import DEFAULT_SIGNATURE, Tensor
 
 from .columns import layout
@@ -111,7 +111,7 @@ class SklearnPredictor(Predictor):
             data = frame.to_frame(read_columns(inputs, self.layout.columns), self.layout)
             names = [column.name for column in self.layout.columns]
         else:
-            data = _single_input(inputs)
+            data = single_input(inputs)
             check_shape(data, self._metadata.signature.inputs[0])
             data = np.asarray(data, dtype=np.float64)
         try:
@@ -158,7 +158,7 @@ class SklearnPredictor(Predictor):
                 return self.frame.run_methods(self.model, data, wanted)
             except ValueError as exc:  # scikit-learn's input validation
                 raise refusal(exc, refused_number(columns, **refuses(exc)))
-        features = _single_input(inputs)
+        features = single_input(inputs)
         check_shape(features, self._metadata.signature.inputs[0])
         try:
             if self.one_pass is not None and "predict_proba" in wanted:
@@ -203,16 +203,6 @@ def load_model(model_dir: str) -> Any:
             except UNPICKLING_ERRORS as exc:
                 raise unreadable_pickle(path, exc) from None
     raise FileNotFoundError(f"Could not find either model.joblib or model.pkl in {model_dir}")
-
-
-def _single_input(inputs: Mapping[str, Tensor]) -> Tensor:
-    if len(inputs) != 1:
-        raise InvalidInput(f"the model takes one input (a batch of feature rows), got "
-                           f"{len(inputs)}: {sorted(inputs)}")
-    (features,) = inputs.values()
-    if features.ndim == 1:
-        raise InvalidInput("expected a batch of feature rows (a 2-D array), got a 1-D array")
-    return features
 
 
 def _datatype(array: np.ndarray) -> str:
