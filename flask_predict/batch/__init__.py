@@ -3,10 +3,11 @@
 
 from __future__ import annotations
 
+from .instances import InstanceConfig
 from .job import run
 from .progress import Summary
 from .reading import ARRAY, OBJECT
 from .sources import Opener, Source, expand, register_opener
 
-__all__ = ["ARRAY", "OBJECT", "Opener", "Source", "Summary", "expand", "register_opener",
+__all__ = ["ARRAY", "OBJECT", "InstanceConfig", "Opener", "Source", "Summary", "expand", "register_opener",
            "run"]

@@ -13,7 +13,7 @@ from __future__ import annotations
 import csv
 import io
 from dataclasses import dataclass, field
-from typing import Any, Iterator
+from typing import IO, Any, Iterator
 
 from ..errors import ConfigError
 from .sources import Source
@@ -116,6 +116,7 @@ def _csv_rows(source: Source, size: int, instance_type: str) -> Iterator[Chunk]:
         header = next(reader, None)
         if header is None:
             return
+        read = 0  # the bytes read up to the chunk before
         for row in reader:
             if not any(cell.strip() for cell in row):
                 chunk.blank += 1
@@ -128,12 +129,20 @@ def _csv_rows(source: Source, size: int, instance_type: str) -> Iterator[Chunk]:
                 chunk.items.append(values if instance_type == ARRAY
                                    else dict(zip(header, values)))
             if len(chunk.items) >= size:
-                chunk.read_bytes = raw.tell() if raw.seekable() else 0
+                chunk.read_bytes, read = position(raw) - read, position(raw)
                 yield chunk
                 chunk = Chunk(False)
-        chunk.read_bytes = raw.tell() if raw.seekable() else 0
+        chunk.read_bytes = position(raw) - read
     if chunk.items or chunk.blank:
         yield chunk
+
+
+def position(raw: IO[bytes]) -> int:
+    """How far *raw* has been read (0 where that cannot be told)."""
+    try:
+        return raw.tell() if raw.seekable() else 0
+    except OSError:
+        return 0
 
 
 def cell_value(cell: str) -> Any:

@@ -25,7 +25,11 @@ from .. import codecs
 from ..api import Model
 from ..errors import HTTP_STATUS, InvalidInput, PredictError, PredictorFailed
 from ..types import Tensor
+from .instances import InstanceConfig
 from .reading import Chunk, Unreadable
+
+AS_READ = InstanceConfig()
+"""Each record sent to the model as it was read."""
 
 
 @dataclass
@@ -39,22 +43,28 @@ class Scored:
     read_bytes: int
 
 
-def score(model: Model, chunk: Chunk, parameters: Mapping[str, Any]) -> Scored:
-    """Predict *chunk* with *model* (*parameters*: the predict request's other keys)."""
+Record = tuple[bytes, Any, PredictError | None]
+"""One input record: its output line's label (``"instance":...`` or ``"key":...``), its
+instance, and the error that answers it instead (then the instance is not predicted)."""
+
+
+def score(model: Model, chunk: Chunk, parameters: Mapping[str, Any],
+          config: InstanceConfig = AS_READ) -> Scored:
+    """Predict *chunk* with *model* (*parameters*: the predict request's other keys;
+    *config*: how each record becomes its instance)."""
+    if config.shapes_records:
+        return _shaped(model, chunk, parameters, config)
     if chunk.json_lines and not parameters:
         lines = _matrix_lines(model, chunk.items)
         if lines is not None:
             return Scored(lines, len(chunk.items), 0, chunk.blank, chunk.read_bytes)
-    echoes: list[bytes] = []
-    outcomes: list[tuple[bool, Any] | None] = []
-    wanted: list[int] = []
-    instances: list[Any] = []
     parsed = _json_values(chunk.items) if chunk.json_lines else None
     if parsed is not None:  # every line is JSON: printed at once when all are predicted
         outcomes_all = predict_each(model, parsed, parameters)
         if all(ok for ok, _ in outcomes_all):
             lines = _prediction_lines(chunk.items, [value for _, value in outcomes_all])
             return Scored(lines, len(parsed), 0, chunk.blank, chunk.read_bytes)
+    records: list[Record] = []
     for index, item in enumerate(chunk.items):
         if parsed is not None:
             echo, instance, error = item, parsed[index], None
@@ -64,26 +74,60 @@ def score(model: Model, chunk: Chunk, parameters: Mapping[str, Any]) -> Scored:
             echo, instance, error = codecs.dumps(item.text), None, InvalidInput(item.message)
         else:
             echo, instance, error = codecs.dumps(item), item, None
-        echoes.append(echo)
-        if error is not None:
-            outcomes.append((False, error_body(error)))
+        records.append((b'"instance":' + echo, instance, error))
+    return _answered(model, chunk, records, parameters)
+
+
+def _shaped(model: Model, chunk: Chunk, parameters: Mapping[str, Any],
+            config: InstanceConfig) -> Scored:
+    """*chunk* scored with each record shaped by *config* (Vertex AI's instance config):
+    a record it cannot shape gets an error line, named as the others are."""
+    records: list[Record] = []
+    for item in chunk.items:
+        error: PredictError | None = None
+        if isinstance(item, Unreadable):
+            record, error = None, InvalidInput(item.message)
+            label = b'"instance":' + codecs.dumps(item.text)
+        elif chunk.json_lines:
+            echo, record, error = _json_line(item)
+            field, value = config.label(record)
+            label = (b'"instance":' + echo if field == "instance"
+                     else b'"key":' + printed(value))
         else:
-            outcomes.append(None)
-            wanted.append(len(outcomes) - 1)
-            instances.append(instance)
+            record = item
+            field, value = config.label(record)
+            label = f'"{field}":'.encode() + printed(value)
+        instance = None
+        if error is None:
+            try:
+                instance = config.instance(record, table=not chunk.json_lines)
+            except InvalidInput as exc:
+                error = exc
+        records.append((label, instance, error))
+    return _answered(model, chunk, records, parameters)
+
+
+def _answered(model: Model, chunk: Chunk, records: list[Record],
+              parameters: Mapping[str, Any]) -> Scored:
+    """The output lines of *records*: those without an error predicted together, every
+    outcome printed after its label."""
+    outcomes: list[tuple[bool, Any] | None] = [
+        None if error is None else (False, error_body(error)) for _, _, error in records]
+    wanted = [index for index, outcome in enumerate(outcomes) if outcome is None]
+    instances = [records[index][1] for index in wanted]
     for index, predicted in zip(wanted, predict_each(model, instances, parameters)):
         outcomes[index] = predicted
     parts: list[bytes] = []
     errors = 0
-    for echo, outcome in zip(echoes, outcomes):
+    for (label, _, _), outcome in zip(records, outcomes):
         assert outcome is not None
         ok, value = outcome
         if ok:
-            parts.append(b'{"instance":' + echo + b',"prediction":' + printed(value) + b"}\n")
+            parts.append(b"{" + label + b',"prediction":' + printed(value) + b"}\n")
         else:
             errors += 1
-            parts.append(b'{"instance":' + echo + b',"error":' + printed(value) + b"}\n")
-    return Scored(b"".join(parts), len(echoes) - errors, errors, chunk.blank,
+            parts.append(b"{" + label + b',"error":' + printed(value) + b"}\n")
+    return Scored(b"".join(parts), len(records) - errors, errors, chunk.blank,
                   chunk.read_bytes)
 
 

@@ -17,8 +17,13 @@ from ..errors import ConfigError
 from .remote import RemoteFiles
 
 FORMATS = {".jsonl": "jsonl", ".json": "jsonl", ".ndjson": "jsonl", ".csv": "csv",
-           ".parquet": "parquet", ".pq": "parquet"}
+           ".parquet": "parquet", ".pq": "parquet", ".tfrecord": "tf-record",
+           ".tfrecords": "tf-record", ".tfrecord.gz": "tf-record-gzip",
+           ".tfrecords.gz": "tf-record-gzip"}
 """A file's suffix -> the format read from it (``--format`` decides for any other)."""
+
+FORMAT_NAMES = sorted({*FORMATS.values(), "file-list"})
+"""Every format a job reads; a file list (one path a line) has no suffix of its own."""
 
 
 class Opener(Protocol):
@@ -116,8 +121,11 @@ def format_of(path: str) -> str:
 
     :raises ConfigError: an unknown suffix.
     """
-    suffix = os.path.splitext(path)[1].lower()
+    name = path.rsplit("/", 1)[-1].lower()
+    stem, suffix = os.path.splitext(name)
+    if suffix == ".gz":
+        suffix = os.path.splitext(stem)[1] + suffix
     if suffix not in FORMATS:
         raise ConfigError(f"{path!r}: unknown input format {suffix or '(no suffix)'!r}; "
-                          f"name one with --format ({', '.join(sorted(set(FORMATS.values())))})")
+                          f"name one with --format ({', '.join(FORMAT_NAMES)})")
     return FORMATS[suffix]

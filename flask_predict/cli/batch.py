@@ -22,12 +22,19 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help="a file, a folder (its files) or a glob; repeatable")
     parser.add_argument("--output", required=True, metavar="FILE",
                         help="the JSON lines written: one per instance, in input order")
-    parser.add_argument("--format", choices=sorted(set(batch.sources.FORMATS.values())),
+    parser.add_argument("--format", choices=batch.sources.FORMAT_NAMES,
                         help="the inputs' format (default: from each file's suffix)")
     parser.add_argument("--instance-type", choices=[batch.ARRAY, batch.OBJECT],
-                        default=batch.ARRAY,
-                        help="a CSV or Parquet row as a list of values (default) or an "
-                             "object naming them")
+                        help="send each instance as an array or an object (default: a JSON "
+                             "line as it is, a CSV or Parquet row as an array)")
+    parser.add_argument("--key-field", metavar="NAME",
+                        help="the field that names each record: left out of the instance, "
+                             "and written as the output line's \"key\" in place of "
+                             "\"instance\"")
+    parser.add_argument("--included-fields", type=_names, default=(), metavar="A,B,...",
+                        help="send only these fields (in this order, as an array)")
+    parser.add_argument("--excluded-fields", type=_names, default=(), metavar="A,B,...",
+                        help="send every field but these")
     parser.add_argument("--parameters", metavar="JSON",
                         help="the predict request's other keys, as a JSON object (e.g. "
                              '\'{"signature_name": "scores"}\')')
@@ -50,6 +57,8 @@ def run(args: argparse.Namespace) -> batch.Summary:
     if args.processes < 1 or args.chunk_size < 1:
         raise ValueError("--processes and --chunk-size must be at least 1")
     parameters = _parameters(args.parameters)
+    config = batch.InstanceConfig(args.instance_type, args.key_field, args.included_fields,
+                                  args.excluded_fields)
     sources = batch.expand(args.input, args.format)
     forked = args.processes > 1
     if forked:  # no native pool may start before the fork (each worker sizes its own)
@@ -57,8 +66,16 @@ def run(args: argparse.Namespace) -> batch.Summary:
     with Model.load(args.model_dir, predictor=args.predictor,
                     options=parse_options(args.option), warm=not forked) as model:
         return batch.run(model, sources, args.output, processes=args.processes,
-                         chunk_size=args.chunk_size, instance_type=args.instance_type,
-                         parameters=parameters, stream=sys.stderr)
+                         chunk_size=args.chunk_size, config=config, parameters=parameters,
+                         stream=sys.stderr)
+
+
+def _names(text: str) -> tuple[str, ...]:
+    """A comma-separated list of field names."""
+    names = tuple(name.strip() for name in text.split(","))
+    if not all(names):
+        raise argparse.ArgumentTypeError(f"{text!r}: an empty field name")
+    return names
 
 
 def _parameters(text: str | None) -> dict[str, Any]:

@@ -111,3 +111,30 @@ def test_denied_read_names_the_path_never_the_secret(
                           "access denied"), err
     assert S3_ENV["AWS_SECRET_ACCESS_KEY"] not in err and S3_ENV["AWS_ACCESS_KEY_ID"] not in err
     assert not (tmp_path / "out.jsonl").exists()
+
+
+def test_a_file_list_of_objects(bucket: Bucket, tmp_path: Path,
+                                capsys: pytest.CaptureFixture[str]) -> None:
+    """A local file list naming objects in the store: each object's bytes one instance; an
+    object that is not there is an error line naming it, and the job goes on."""
+    from tests.unit.test_batch_instances import BYTES_ROUTINE, RECORDS, expected
+
+    model = tmp_path / "sizes"
+    model.mkdir()
+    (model / "predictor.py").write_text(BYTES_ROUTINE)
+    blobs = tmp_path / "blobs"
+    blobs.mkdir()
+    for n, record in enumerate(RECORDS[:2]):
+        (blobs / f"b{n}.bin").write_bytes(record)
+    bucket.upload(blobs, "batch/blobs")
+    listed = [bucket.uri("batch/blobs/b0.bin"), bucket.uri("batch/blobs/gone.bin"),
+              bucket.uri("batch/blobs/b1.bin")]
+    (tmp_path / "files.txt").write_text("\n".join(listed) + "\n")
+    out = tmp_path / "out.jsonl"
+    status, err = run(capsys, str(model), "--input", str(tmp_path / "files.txt"),
+                      "--format", "file-list", "--output", str(out))
+    assert status == 0, err
+    lines = [json.loads(line) for line in out.read_text().splitlines()]
+    assert [lines[0], lines[2]] == [expected(record) for record in RECORDS[:2]]
+    assert lines[1]["instance"] == listed[1]
+    assert "cannot be read" in lines[1]["error"]["message"]
