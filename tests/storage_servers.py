@@ -107,6 +107,16 @@ class Bucket:
         else:
             self._bucket.blob(key).upload_from_string(data)
 
+    def get(self, key: str) -> bytes | None:
+        """The object's bytes; ``None`` when there is none."""
+        if self.scheme == "s3":
+            try:
+                return bytes(self._client.get_object(Bucket=self.name, Key=key)["Body"].read())
+            except self._client.exceptions.NoSuchKey:
+                return None
+        blob = self._bucket.blob(key)
+        return bytes(blob.download_as_bytes()) if blob.exists() else None
+
     def delete(self, key: str) -> None:
         if self.scheme == "s3":
             self._client.delete_object(Bucket=self.name, Key=key)

@@ -40,14 +40,15 @@ def run(model: Model, sources: list[Source], output: str, *, processes: int = 1,
 
     :param config: how each record becomes its instance (Vertex AI's ``instanceConfig``:
         an instance type, a key field, fields included or excluded; see :mod:`.instances`).
-
     :param processes: scoring processes; above one, *model* should have been loaded with
         ``warm=False`` (each worker warms its copy up) and this process should not have
         predicted with it (a native thread pool started before a fork hangs the child).
     :param parameters: the predict request's other keys, for every chunk.
     :param stream: where progress shows, when it is a terminal.
-    :raises ConfigError: an input cannot be read in its format, or *config* names fields
-        of binary records (TFRecord, a file list), which have none.
+    :raises ConfigError: an input cannot be read in its format, *config* names fields of
+        binary records (TFRecord, a file list), which have none, or a remote *output*
+        cannot be written.
+    :raises ValueError: *output* is in no store a job writes to.
     """
     if config.names_fields and any(source.format in BINARY_FORMATS for source in sources):
         raise ConfigError("a key field and included or excluded fields need records with "

@@ -6,7 +6,8 @@ A path names an object, a folder (the objects directly under it) or a glob (``*`
 ``[...]`` within one path segment, as a local glob). Each file is downloaded, when the job
 comes to it, into an unnamed temporary file (``$TMPDIR``), checked against the size and MD5
 digest its listing gave, and read from there: memory stays one chunk whatever the object's
-size, and the disk holds one input file at a time.
+size, and the disk holds one input file at a time. An output in a store is written to a
+temporary file and uploaded once the job is done (:func:`upload`).
 """
 
 from __future__ import annotations
@@ -81,6 +82,32 @@ class RemoteFiles:
         if path not in self._listed and self.expand(path) != [path]:
             raise ConfigError(f"{path!r}: no such object")
         return self._listed[path]
+
+
+def output_object(path: str) -> tuple[RemoteUri, str]:
+    """The folder and the name of the object an output *path* names.
+
+    :raises ConfigError: *path* names a folder, or is not ``SCHEME://BUCKET/KEY``.
+    """
+    try:
+        uri = parse_uri(path)
+    except ConfigError:
+        raise ConfigError(f"output {path!r} is not {path.split('://')[0]}://BUCKET/PATH") \
+            from None
+    folder, _, name = uri.prefix.rpartition("/")
+    if path.endswith("/") or not name:
+        raise ConfigError(f"output {path!r} names a folder: name the object to write")
+    return RemoteUri(uri.scheme, uri.bucket, folder), name
+
+
+def upload(path: str, source: IO[bytes]) -> None:
+    """Write *source*'s bytes as the object *path* (``gs://BUCKET/KEY``, ``s3://...``),
+    replacing any: the object appears whole or not at all.
+
+    :raises StorageError: the object cannot be written.
+    """
+    folder, name = output_object(path)
+    open_store(folder).upload(name, source)
 
 
 def _parse(pattern: str) -> RemoteUri:

@@ -21,7 +21,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--input", action="append", required=True, metavar="PATH",
                         help="a file, a folder (its files) or a glob; repeatable")
     parser.add_argument("--output", required=True, metavar="FILE",
-                        help="the JSON lines written: one per instance, in input order")
+                        help="the JSON lines written, one per instance, in input order: "
+                             "a local file, or gs://BUCKET/KEY, s3://BUCKET/KEY")
     parser.add_argument("--format", choices=batch.sources.FORMAT_NAMES,
                         help="the inputs' format (default: from each file's suffix)")
     parser.add_argument("--instance-type", choices=[batch.ARRAY, batch.OBJECT],
@@ -60,6 +61,7 @@ def run(args: argparse.Namespace) -> batch.Summary:
     config = batch.InstanceConfig(args.instance_type, args.key_field, args.included_fields,
                                   args.excluded_fields)
     sources = batch.expand(args.input, args.format)
+    batch.output.OutputFile(args.output)  # an output that cannot be is refused before loading
     forked = args.processes > 1
     if forked:  # no native pool may start before the fork (each worker sizes its own)
         runtime.limit_threads(1)

@@ -6,7 +6,7 @@
 from __future__ import annotations
 
 import base64
-from typing import Any, BinaryIO
+from typing import IO, Any, BinaryIO
 
 from .store import StorageError, StoredObject
 from .uri import RemoteUri
@@ -51,6 +51,13 @@ class GcsStore:
         except Exception as exc:
             raise StorageError(f"{self.uri}/{item.name}: cannot read: {_cause(exc)}") from None
         return True
+
+    def upload(self, name: str, source: IO[bytes]) -> None:
+        blob = self._bucket.blob(self.uri.key(name))
+        try:  # one request, or a resumable upload past 8 MiB: whole or not at all
+            blob.upload_from_file(source, timeout=TIMEOUT, checksum="crc32c")
+        except Exception as exc:
+            raise StorageError(f"{self.uri}/{name}: cannot write: {_cause(exc)}") from None
 
 
 def _cause(exc: Exception) -> str:

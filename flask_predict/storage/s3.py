@@ -5,7 +5,7 @@ extra), for AWS or any S3-compatible store. Credentials come from boto3's standa
 
 from __future__ import annotations
 
-from typing import Any, BinaryIO
+from typing import IO, Any, BinaryIO
 
 from .store import StorageError, StoredObject
 from .uri import RemoteUri
@@ -59,6 +59,14 @@ class S3Store:
             raise StorageError(f"{self.uri}/{item.name}: cannot read: {_cause(exc)}") from None
         return not (answer.get("ServerSideEncryption") in NOT_MD5
                     or answer.get("SSECustomerAlgorithm"))
+
+    def upload(self, name: str, source: IO[bytes]) -> None:
+        """One PUT, or a multipart upload past 8 MiB, which S3 completes (the object
+        appearing) only once every part is in."""
+        try:
+            self._client.upload_fileobj(source, self.uri.bucket, self.uri.key(name))
+        except Exception as exc:
+            raise StorageError(f"{self.uri}/{name}: cannot write: {_cause(exc)}") from None
 
 
 def _md5(tag: str) -> bytes | None:

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import hashlib
 from dataclasses import dataclass
-from typing import BinaryIO, Protocol
+from typing import IO, BinaryIO, Protocol
 
 from ..errors import ConfigError
 from .uri import RemoteUri
@@ -41,6 +41,11 @@ class Store(Protocol):
         """Write *item*'s content to *into*; ``StorageError`` when it cannot be read.
         ``True`` when the listing's :attr:`~StoredObject.md5` is the digest of what was
         written (S3 objects encrypted with KMS have an ETag that is not)."""
+
+    def upload(self, name: str, source: IO[bytes]) -> None:
+        """Write *source*'s bytes (from its position) as the object *name* under the prefix,
+        replacing any; the object appears whole or not at all. ``StorageError`` when it
+        cannot be written."""
 
 
 def verify(uri: RemoteUri, item: StoredObject, path: str, digest_known: bool) -> None:

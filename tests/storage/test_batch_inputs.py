@@ -138,3 +138,32 @@ def test_a_file_list_of_objects(bucket: Bucket, tmp_path: Path,
     assert [lines[0], lines[2]] == [expected(record) for record in RECORDS[:2]]
     assert lines[1]["instance"] == listed[1]
     assert "cannot be read" in lines[1]["error"]["message"]
+
+
+def test_outputs_in_the_store(bucket: Bucket, iris: tuple[Path, Any], files: Path,
+                              tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+                              capsys: pytest.CaptureFixture[str]) -> None:
+    """``--output gs://...`` / ``s3://...``: the object holds what a local output would, and
+    appears only once the job is done: a job that stops midway writes none. A folder or a
+    missing bucket is one line and status 1."""
+    model = str(iris[0])
+    (tmp_path / "tmp").mkdir()
+    monkeypatch.setattr(tempfile, "tempdir", str(tmp_path / "tmp"))
+    local = tmp_path / "local.jsonl"
+    status, err = run(capsys, model, "--input", str(files), "--output", str(local))
+    assert status == 0, err
+    status, err = run(capsys, model, "--input", str(files), "--output",
+                      bucket.uri("out/day-1/predictions.jsonl"))
+    assert status == 0, err
+    assert bucket.get("out/day-1/predictions.jsonl") == local.read_bytes()
+    (tmp_path / "broken.parquet").write_text("not parquet\n")
+    status, err = run(capsys, model, "--input", str(files / "a.jsonl"), "--input",
+                      str(tmp_path / "broken.parquet"), "--output", bucket.uri("out/cut.jsonl"))
+    assert status == 1 and "is not a Parquet file" in err, err
+    assert bucket.get("out/cut.jsonl") is None
+    scheme = bucket.scheme
+    for output, message in [(bucket.uri("out/"), "names a folder"),
+                            (f"{scheme}://absent-{bucket.name}/p.jsonl", "cannot write")]:
+        status, err = run(capsys, model, "--input", str(files / "a.jsonl"), "--output", output)
+        assert status == 1 and message in err and err.count("\n") == 1, err
+    assert not list((tmp_path / "tmp").iterdir())
