@@ -23,6 +23,7 @@ from ..models.warmup import warm_up
 from ..predictor import Predictor
 from ..settings.app import read_settings
 from ..settings.vertex_storage import storage_base_path
+from ..storage.uri import is_remote, parse_uri
 from ..types import InferenceRequest, ModelMetadata, Signature, Tensor
 from .inputs import frame_rows, is_frame, named_inputs
 
@@ -194,13 +195,15 @@ class Model:
 
 def model_base_path(path: str | os.PathLike[str]) -> str:
     """The base path serving the folder *path*: itself when it holds numbered version
-    folders, else a base path whose version 1 is *path*.
+    folders, else a base path whose version 1 is *path*. A ``gs://`` or ``s3://`` path is
+    read as a server reads it: mirrored into the machine's storage cache when loaded.
 
-    :raises ConfigError: *path* is remote or not a folder.
+    :raises ConfigError: *path* is not a folder (or, remote, not ``SCHEME://BUCKET/PATH``).
     """
     text = os.fspath(path)
-    if "://" in text and not text.startswith("file://"):
-        raise ConfigError(f"{text!r} is remote: load a local folder (download it first)")
+    if is_remote(text):
+        parse_uri(text)
+        return text
     local = os.path.abspath(text[len("file://"):] if text.startswith("file://") else text)
     if not os.path.isdir(local):
         raise ConfigError(f"{text!r} is not a directory")

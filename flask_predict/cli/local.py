@@ -19,6 +19,7 @@ from .. import codecs
 from ..api import Model
 from ..api import model_name as model_name
 from ..errors import HTTP_STATUS, PredictError
+from ..storage.uri import is_remote
 from .check import parse_options
 
 FRAMEWORKS = {"tensorflow": "tensorflow", "scikit-learn": "sklearn", "xgboost": "xgboost"}
@@ -74,7 +75,7 @@ def _model_dir(args: argparse.Namespace) -> str:
     model_dir: str | None = args.model_dir or args.model_dir_flag
     if not model_dir:
         raise ValueError("MODEL_DIR is required")
-    if not os.path.isdir(model_dir):
+    if not is_remote(model_dir) and not os.path.isdir(model_dir):
         raise ValueError(f"{model_dir!r} is not a directory")
     return model_dir
 

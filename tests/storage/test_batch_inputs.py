@@ -167,3 +167,34 @@ def test_outputs_in_the_store(bucket: Bucket, iris: tuple[Path, Any], files: Pat
         status, err = run(capsys, model, "--input", str(files / "a.jsonl"), "--output", output)
         assert status == 1 and message in err and err.count("\n") == 1, err
     assert not list((tmp_path / "tmp").iterdir())
+
+
+def test_models_in_the_store(bucket: Bucket, iris: tuple[Path, Any], tmp_path: Path,
+                             capsys: pytest.CaptureFixture[str]) -> None:
+    """``Model.load``, ``flask-predict predict`` and a batch job take a model path in a
+    bucket as a server does: versions mirrored into the machine's cache, or a folder of
+    artifacts served as version 1; a path with nothing there is one line."""
+    from flask_predict.api import Model
+    from flask_predict.cli import main
+
+    model, own = iris
+    bucket.upload(model, "models/iris")
+    bucket.upload(model / "1", "artifacts/iris")
+    expected = own.predict(np.array(IRIS_ROWS)).tolist()
+    for remote in ("models/iris", "artifacts/iris"):
+        with Model.load(bucket.uri(remote)) as loaded:
+            assert loaded.version == 1 and loaded.name == "iris"
+            assert loaded.predict_instances(IRIS_ROWS) == expected
+    (tmp_path / "in.jsonl").write_text("".join(json.dumps(row) + "\n" for row in IRIS_ROWS))
+    status, err = run(capsys, bucket.uri("models/iris"), "--input", str(tmp_path / "in.jsonl"),
+                      "--output", str(tmp_path / "out.jsonl"))
+    assert status == 0, err
+    lines = [json.loads(line) for line in (tmp_path / "out.jsonl").read_text().splitlines()]
+    assert [line["prediction"] for line in lines] == expected
+    (tmp_path / "one.jsonl").write_text(json.dumps(IRIS_ROWS[0]) + "\n")
+    assert main(["predict", bucket.uri("models/iris"), "--json-instances",
+                 str(tmp_path / "one.jsonl")]) == 0
+    assert json.loads(capsys.readouterr().out) == {"predictions": expected[:1]}
+    status, err = run(capsys, bucket.uri("models/absent"), "--input",
+                      str(tmp_path / "in.jsonl"), "--output", str(tmp_path / "none.jsonl"))
+    assert status == 1 and err.count("\n") == 1 and "models/absent" in err, err
