@@ -230,3 +230,39 @@ def test_progress_counts_each_byte_once(tmp_path: Path) -> None:
     for size in (7, 1000, 10_000):
         read = [chunk.read_bytes for chunk in reading.chunks(source, size)]
         assert sum(read) == (tmp_path / "rows.csv").stat().st_size, size
+
+
+def test_serialized_examples_into_a_saved_model(tmp_path: Path,
+                                                capsys: pytest.CaptureFixture[str]) -> None:
+    """The usual TFRecord job: serialized ``tf.train.Example`` records fed to a SavedModel
+    whose serving signature parses them (a string input), as Vertex AI sends them: each
+    record ``{"b64": ...}``, decoded to the string tensor. The predictions are the model's
+    own on the same records."""
+    tf = pytest.importorskip("tensorflow")
+
+    class Parser(tf.Module):  # type: ignore[misc]
+        @tf.function(input_signature=[tf.TensorSpec([None], tf.string, name="examples")])
+        def serve(self, examples: Any) -> Any:
+            features = tf.io.parse_example(
+                examples, {"x": tf.io.FixedLenFeature([2], tf.float32)})
+            return {"total": tf.reduce_sum(features["x"], axis=1)}
+
+    module = Parser()
+    tf.saved_model.save(module, str(tmp_path / "parser" / "1"),
+                        signatures={"serving_default": module.serve})
+    rows = [[1.5, 2.0], [-3.25, 0.5], [1e-3, 7.0]]
+    records = [tf.train.Example(features=tf.train.Features(feature={
+        "x": tf.train.Feature(float_list=tf.train.FloatList(value=row))}))
+        .SerializeToString() for row in rows]
+    with tf.io.TFRecordWriter(str(tmp_path / "rows.tfrecord")) as writer:
+        for record in records:
+            writer.write(record)
+    out = tmp_path / "out.jsonl"
+    status, err = run(capsys, str(tmp_path / "parser"), "--input",
+                      str(tmp_path / "rows.tfrecord"), "--output", str(out))
+    assert status == 0, err
+    own = module.serve(tf.constant(records))["total"].numpy().tolist()
+    written = read_lines(out)
+    assert [line["prediction"] for line in written] == pytest.approx(own, rel=1e-6)
+    assert [line["instance"]["b64"] for line in written] == [
+        base64.b64encode(record).decode() for record in records]
