@@ -148,6 +148,25 @@ class Model:
             return predictions
         return self._service.predict_instances(self._loaded, instances, kwargs)
 
+    def explain_instances(self, instances: list[Any], **kwargs: Any
+                          ) -> tuple[list[Any], list[dict[str, Any]]]:
+        """Predictions and Google's ``Explanation`` objects for JSON *instances*, one each,
+        as Vertex AI's explain route answers them (its ``predictions`` and
+        ``explanations``); *kwargs* as for :meth:`predict_instances`.
+
+        :raises InvalidInput: as :meth:`predict_instances`.
+        :raises FailedPrecondition: the model does not explain (the explanations page says
+            which do).
+        :raises PredictorFailed: the model failed.
+        """
+        if is_frame(instances):
+            instances = frame_rows(instances)
+        if not isinstance(instances, list) or not instances:
+            raise InvalidInput('"instances" must be a non-empty list')
+        predictions, explanation = self._service.explain_instances(
+            self._loaded, instances, kwargs, with_predictions=True)
+        return predictions, codecs.explanation_rows(explanation)
+
     def predict_matrix(self, matrix: Tensor) -> list[Any] | None:
         """Predictions for instances that are rows of numbers, already one float64 matrix
         (the door the server takes for such a body); ``None`` when the model needs them as

@@ -12,7 +12,8 @@ import pytest
 
 from flask_predict.api import Model
 from flask_predict.cli.demo import train_iris
-from flask_predict.errors import ConfigError, InvalidInput
+from flask_predict.errors import ConfigError, FailedPrecondition, InvalidInput
+from tests.conftest import AppFactory
 from tests.routines import IRIS_ROWS, aiplatform_answer, make_tutorial
 from tests.tabular_models import COLORS, PEOPLE_ROWS, SHOP_ROWS, frame, train_people, train_shops
 
@@ -116,3 +117,30 @@ def test_the_documented_example(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
     exec(compile(code, "python-api.md", "exec"), {})
     printed = capsys.readouterr().out.strip()
     assert f"prints `{printed}`" in page
+
+
+@pytest.mark.parametrize("kind", ["people", "shops"])
+def test_explanations_are_the_servers(root: Path, people: Any, shops: Any, kind: str,
+                                      make_app: AppFactory) -> None:
+    """``explain_instances`` answers what Vertex AI's explain route answers for the same
+    instances: a pipeline's coefficients, XGBoost's TreeSHAP with a missing value."""
+    rows = PEOPLE_ROWS if kind == "people" else SHOP_ROWS
+    instances = [dict(row) for row in rows]
+    app = make_app({kind: {"base_path": str(root / kind)}})
+    served = app.test_client().post(
+        f"/v1/projects/p/locations/l/endpoints/{kind}:explain", json={"instances": instances})
+    assert served.status_code == 200, served.get_json()
+    with Model.load(root / kind) as model:
+        predictions, explanations = model.explain_instances(instances)
+    assert predictions == served.get_json()["predictions"]
+    assert explanations == served.get_json()["explanations"]
+    assert len(explanations) == len(rows) and explanations[0]["attributions"]
+
+
+def test_a_model_that_cannot_explain_says_so(root: Path) -> None:
+    folder = make_tutorial(root / "plain" / "1")
+    with Model.load(folder, options={"class": "predictor.MyPredictor"}) as model:
+        with pytest.raises(FailedPrecondition, match="cannot explain"):
+            model.explain_instances(IRIS_ROWS)
+        with pytest.raises(InvalidInput, match="non-empty"):
+            model.explain_instances([])
