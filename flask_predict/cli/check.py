@@ -26,6 +26,7 @@ from ..models.repository import plugin_for
 from ..models.served import ServedModel
 from ..predictor import Predictor
 from ..settings.model_config import load_models
+from ..storage.uri import is_remote
 from ..types import ModelMetadata, ModelSpec, TensorSpec
 
 PredictorLookup = Callable[[str], "type[Predictor]"]
@@ -70,10 +71,11 @@ def read_specs(path: str, predictor: str | None = None, options: Mapping[str, An
             raise ConfigError("--predictor and --option go with a model folder; a model config "
                               "file names its models' settings itself")
         return load_models(None, os.path.abspath(path))
-    entry: dict[str, Any] = {"base_path": os.path.abspath(path), **(options or {})}
+    where = path if is_remote(path) else os.path.abspath(path)  # a bucket: as serve reads it
+    entry: dict[str, Any] = {"base_path": where, **(options or {})}
     if predictor is not None:
         entry["predictor"] = predictor
-    model = name or os.path.basename(os.path.normpath(os.path.abspath(path))) or "default"
+    model = name or where.rstrip("/").rsplit("/", 1)[-1] or "default"
     return load_models({model: entry}, None)
 
 
@@ -83,7 +85,8 @@ def check(path: str, predictor: str | None = None, options: Mapping[str, Any] | 
     try:
         specs = read_specs(path, predictor, options, name)
     except ConfigError as exc:
-        return Report([VersionCheck(name or "-", os.path.abspath(path), error=exc.message)],
+        where = path if is_remote(path) else os.path.abspath(path)
+        return Report([VersionCheck(name or "-", where, error=exc.message)],
                       stop=exc.message)
     return check_specs(specs, lookup)
 

@@ -171,9 +171,9 @@ def test_outputs_in_the_store(bucket: Bucket, iris: tuple[Path, Any], files: Pat
 
 def test_models_in_the_store(bucket: Bucket, iris: tuple[Path, Any], tmp_path: Path,
                              capsys: pytest.CaptureFixture[str]) -> None:
-    """``Model.load``, ``flask-predict predict`` and a batch job take a model path in a
-    bucket as a server does: versions mirrored into the machine's cache, or a folder of
-    artifacts served as version 1; a path with nothing there is one line."""
+    """``Model.load``, ``flask-predict predict``, ``check`` and a batch job take a model
+    path in a bucket as a server does: versions mirrored into the machine's cache, or a
+    folder of artifacts served as version 1; a path with nothing there is one line."""
     from flask_predict.api import Model
     from flask_predict.cli import main
 
@@ -195,6 +195,8 @@ def test_models_in_the_store(bucket: Bucket, iris: tuple[Path, Any], tmp_path: P
     assert main(["predict", bucket.uri("models/iris"), "--json-instances",
                  str(tmp_path / "one.jsonl")]) == 0
     assert json.loads(capsys.readouterr().out) == {"predictions": expected[:1]}
+    assert main(["check", bucket.uri("models/iris")]) == 0  # what serve would do with it
+    assert "iris" in capsys.readouterr().out
     status, err = run(capsys, bucket.uri("models/absent"), "--input",
                       str(tmp_path / "in.jsonl"), "--output", str(tmp_path / "none.jsonl"))
     assert status == 1 and err.count("\n") == 1 and "models/absent" in err, err
