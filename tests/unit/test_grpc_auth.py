@@ -105,7 +105,7 @@ def test_a_refused_call_is_counted_and_logged_as_a_refused_rest_request(
 
 
 def test_server_reflection_needs_the_token_too(guarded: int) -> None:
-    """A service outside the protocols (reflection) is checked by the interceptor."""
+    """A service outside the protocols (reflection) asks the guard too."""
     reflection = pytest.importorskip("grpc_reflection.v1alpha.reflection_pb2")
     stubs = pytest.importorskip("grpc_reflection.v1alpha.reflection_pb2_grpc")
     asked = reflection.ServerReflectionRequest(list_services="")
