@@ -121,6 +121,15 @@ def main() -> None:
     report(results, "req/CPU s" if args.cpu else "req/s")
 
 
+def tree_env(root: str) -> dict[str, str]:
+    """The environment of a child serving from source tree *root*: its core and plugins
+    first on the path, one native thread each (both trees get the same, steadier pools)."""
+    plugins = os.pathsep.join([root] + [f"{root}/plugins/{p}" for p in
+                                        ("sklearn", "xgboost", "custom")])
+    return {**os.environ, "PYTHONPATH": plugins, "OMP_NUM_THREADS": "1",
+            "OPENBLAS_NUM_THREADS": "1", "MKL_NUM_THREADS": "1"}
+
+
 def run_rounds(trees: list[str], rounds: int, argv: Callable[[str, str], list[str]]
                ) -> dict[str, list[dict[str, float]]]:
     """Each tree's child process *rounds* times, the trees alternating, each child's last
@@ -132,13 +141,9 @@ def run_rounds(trees: list[str], rounds: int, argv: Callable[[str, str], list[st
         for _ in range(rounds):
             for tree in trees:
                 root = str(Path(tree).resolve())
-                plugins = os.pathsep.join([root] + [f"{root}/plugins/{p}" for p in
-                                                    ("sklearn", "xgboost", "custom")])
-                # one native thread each: both trees get the same, steadier pools
-                env = {**os.environ, "PYTHONPATH": plugins, "OMP_NUM_THREADS": "1",
-                       "OPENBLAS_NUM_THREADS": "1", "MKL_NUM_THREADS": "1"}
-                done = subprocess.run([sys.executable, *argv(root, models)], env=env,
-                                      check=True, capture_output=True, text=True)
+                done = subprocess.run([sys.executable, *argv(root, models)],
+                                      env=tree_env(root), check=True, capture_output=True,
+                                      text=True)
                 results[tree].append(json.loads(done.stdout.strip().splitlines()[-1]))
     return results
 

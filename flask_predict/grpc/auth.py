@@ -11,8 +11,9 @@ protocol's descriptor.
 
 :class:`CallGuard` decides. The protocols' services ask it inside each call's request scope
 (:mod:`.handlers`), so a refused call is recorded, counted and access-logged as a REST 401
-or 403 is; :class:`TokenInterceptor` asks it for the services no scope covers (server
-reflection).
+or 403 is; the services no scope covers (server reflection) are registered through a
+:class:`GuardedRegistrar`, which asks it before each of their calls. No server interceptor:
+one would run on every call's method lookup, the protocols' calls included.
 """
 
 from __future__ import annotations
@@ -95,21 +96,35 @@ class CallGuard:
                                "or set PREDICT_ADMIN_TOKENS")
 
 
-class TokenInterceptor(grpc.ServerInterceptor):  # type: ignore[misc]  # grpc has no hints
-    """Checks the calls of services that check none themselves (*scoped*: the full names of
-    those that do) before their handler runs; a refused call ends with ``UNAUTHENTICATED``
-    or ``PERMISSION_DENIED``."""
+class GuardedRegistrar:
+    """Stands in for *server* when another library registers its services (server
+    reflection): each of their method handlers asks *guard* first, so a refused call ends
+    with ``UNAUTHENTICATED`` or ``PERMISSION_DENIED`` before the library's code runs."""
 
-    def __init__(self, guard: CallGuard, scoped: frozenset[str]) -> None:
+    def __init__(self, server: grpc.Server, guard: CallGuard) -> None:
+        self.server = server
         self.guard = guard
-        self.scoped = scoped
 
-    def intercept_service(self, continuation: Callable[[Any], Any], details: Any) -> Any:
-        handler = continuation(details)
-        method: str = details.method
-        if handler is None or method.split("/")[1] in self.scoped:
-            return handler
-        return guarded(handler, method, self.guard)
+    def add_registered_method_handlers(self, service: str, handlers: dict[str, Any]) -> None:
+        self.server.add_registered_method_handlers(service, {
+            name: guarded(handler, f"/{service}/{name}", self.guard)
+            for name, handler in handlers.items()})
+
+    def add_generic_rpc_handlers(self, handlers: tuple[Any, ...]) -> None:
+        self.server.add_generic_rpc_handlers(tuple(_GuardedLookup(handler, self.guard)
+                                                   for handler in handlers))
+
+
+class _GuardedLookup(grpc.GenericRpcHandler):  # type: ignore[misc]  # grpc has no hints
+    """A generic handler whose handlers ask the guard first."""
+
+    def __init__(self, inner: Any, guard: CallGuard) -> None:
+        self.inner = inner
+        self.guard = guard
+
+    def service(self, details: Any) -> Any:
+        handler = self.inner.service(details)
+        return None if handler is None else guarded(handler, details.method, self.guard)
 
 
 def guarded(handler: Any, method: str, guard: CallGuard) -> Any:

@@ -210,13 +210,15 @@ class _Calls:
         return handle
 
 
-def service_handler(service: str, servicer: object, scopes: Scopes,
-                    protocol: Protocol, port: int | None = None,
-                    guard: Guard | None = None) -> grpc.GenericRpcHandler:
-    """The handler of every rpc of *service* (its full name), bound to *servicer*, each
-    call in a scope of *scopes* for *protocol* (served on *port*, for traces) and let
-    through by *guard*. A servicer whose answers report failures themselves says how to
-    read their status with an ``answer_status(answer)`` method."""
+def method_handlers(service: str, servicer: object, scopes: Scopes, protocol: Protocol,
+                    port: int | None = None, guard: Guard | None = None
+                    ) -> dict[str, grpc.RpcMethodHandler]:
+    """The handler of each rpc of *service* (its full name), by rpc name, bound to
+    *servicer*, each call in a scope of *scopes* for *protocol* (served on *port*, for
+    traces) and let through by *guard*: what ``add_registered_method_handlers`` takes, so
+    grpcio finds a call's handler with its method, not by asking handlers in turn. A
+    servicer whose answers report failures themselves says how to read their status with an
+    ``answer_status(answer)`` method."""
     descriptor = POOL.FindServiceByName(service)
     calls = _Calls(service, scopes, protocol, getattr(servicer, "answer_status", None), port,
                    guard)
@@ -233,4 +235,4 @@ def service_handler(service: str, servicer: object, scopes: Scopes,
             handlers[method.name] = grpc.unary_unary_rpc_method_handler(
                 calls.unary(call, method.name), request_deserializer=decode,
                 response_serializer=encode)
-    return grpc.method_handlers_generic_handler(service, handlers)
+    return handlers

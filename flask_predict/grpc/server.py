@@ -16,14 +16,14 @@ from typing import Any
 
 import grpc
 from grpc_health.v1 import health, health_pb2, health_pb2_grpc
-from grpc_reflection.v1alpha import reflection, reflection_pb2
+from grpc_reflection.v1alpha import reflection, reflection_pb2, reflection_pb2_grpc
 
 from . import messages
 from ..core.state import PredictState
 from ..errors import ConfigError
 from ..core.protocol_table import descriptors
-from .auth import CallGuard, TokenInterceptor
-from .handlers import service_handler
+from .auth import CallGuard, GuardedRegistrar
+from .handlers import method_handlers
 
 logger = logging.getLogger("flask_predict.grpc")
 
@@ -70,10 +70,8 @@ class GrpcServer:
         self.grace = settings.grpc.grace_seconds
         protocols = descriptors(settings.protocols)
         guard = CallGuard(settings)
-        scoped = frozenset(name for protocol in protocols for name in protocol.services)
         self.server = grpc.server(
             ThreadPoolExecutor(settings.grpc.threads, thread_name_prefix="flask-predict-grpc"),
-            interceptors=[TokenInterceptor(guard, scoped)],
             options=[("grpc.so_reuseport", 1),
                      ("grpc.max_receive_message_length", settings.grpc.max_message_bytes),
                      ("grpc.max_send_message_length", -1)])
@@ -82,15 +80,16 @@ class GrpcServer:
         for protocol in protocols:
             for name, servicer_class in protocol.load_servicers().items():
                 servicers[name] = servicer = servicer_class(state)
-                self.server.add_generic_rpc_handlers((service_handler(
-                    name, servicer, scopes, protocol, settings.grpc.port or None, guard),))
+                self.server.add_registered_method_handlers(name, method_handlers(
+                    name, servicer, scopes, protocol, settings.grpc.port or None, guard))
         names = list(servicers)
         health_pb2_grpc.add_HealthServicer_to_server(Health(state, servicers), self.server)
         for module in (health_pb2, reflection_pb2):
             messages.add_file(module.DESCRIPTOR.serialized_pb)
-        reflection.enable_server_reflection(
-            (*names, health.SERVICE_NAME, reflection.SERVICE_NAME), self.server,
-            pool=messages.POOL)
+        reflection_pb2_grpc.add_ServerReflectionServicer_to_server(
+            reflection.ReflectionServicer((*names, health.SERVICE_NAME, reflection.SERVICE_NAME),
+                                          pool=messages.POOL),
+            GuardedRegistrar(self.server, guard))
         self.services = names
         self.port = 0
 

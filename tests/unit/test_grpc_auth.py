@@ -4,12 +4,14 @@ from __future__ import annotations
 
 import json
 import logging
+from concurrent.futures import ThreadPoolExecutor
 from typing import Any, Iterator
 
 import grpc
 import pytest
 
-from flask_predict.grpc.auth import is_loopback_peer
+from flask_predict.grpc.auth import CallGuard, GuardedRegistrar, is_loopback_peer
+from flask_predict.settings.app import read_settings
 from tests.grpc_app import serving
 
 tritonclient_grpc = pytest.importorskip("tritonclient.grpc")
@@ -105,7 +107,7 @@ def test_a_refused_call_is_counted_and_logged_as_a_refused_rest_request(
 
 
 def test_server_reflection_needs_the_token_too(guarded: int) -> None:
-    """A service outside the protocols (reflection) is checked by the interceptor."""
+    """A service outside the protocols (reflection) asks the guard too."""
     reflection = pytest.importorskip("grpc_reflection.v1alpha.reflection_pb2")
     stubs = pytest.importorskip("grpc_reflection.v1alpha.reflection_pb2_grpc")
     asked = reflection.ServerReflectionRequest(list_services="")
@@ -119,3 +121,28 @@ def test_server_reflection_needs_the_token_too(guarded: int) -> None:
             metadata=(("authorization", "Bearer s3cret-token-0123456789"),)))
     names = {s.name for s in answers[0].list_services_response.service}
     assert "inference.GRPCInferenceService" in names
+
+
+def test_a_library_s_generic_handlers_ask_the_guard_too() -> None:
+    """A service another library registers only as a generic handler is guarded as
+    reflection is: refused without a token, served with one."""
+    settings = read_settings({"PREDICT_AUTH_TOKENS": ["s3cret-token-0123456789"]})
+    server = grpc.server(ThreadPoolExecutor(1))
+    echo = grpc.unary_unary_rpc_method_handler(lambda request, context: request)
+    GuardedRegistrar(server, CallGuard(settings)).add_generic_rpc_handlers(
+        (grpc.method_handlers_generic_handler("other.Echo", {"Echo": echo}),))
+    port = server.add_insecure_port("127.0.0.1:0")
+    server.start()
+    try:
+        with grpc.insecure_channel(f"127.0.0.1:{port}") as channel:
+            call = channel.unary_unary("/other.Echo/Echo")
+            with pytest.raises(grpc.RpcError) as refused:
+                call(b"ping", timeout=10)
+            assert refused.value.code() == grpc.StatusCode.UNAUTHENTICATED
+            assert call(b"ping", timeout=10, metadata=(
+                ("authorization", "Bearer s3cret-token-0123456789"),)) == b"ping"
+            with pytest.raises(grpc.RpcError) as missing:
+                channel.unary_unary("/other.Echo/Other")(b"ping", timeout=10)
+            assert missing.value.code() == grpc.StatusCode.UNIMPLEMENTED
+    finally:
+        server.stop(None)
