@@ -167,16 +167,26 @@ def refused_feature(features: Tensor, *, missing: bool,
                     infinite: bool) -> FailedPrecondition | None:
     """:func:`refused_number` for a model fitted on a matrix: rows of features, each
     named by its place (``feature 2``)."""
-    if features.ndim != 2:
-        return None
+    if features.ndim != 2 or not _holds_refused(features, missing, infinite):
+        return None  # the usual answer, from one pass over the whole matrix
     return _refused({f"feature {index}": features[:, index]
                      for index in range(features.shape[1])}, missing, infinite)
+
+
+def _holds_refused(values: Tensor, missing: bool, infinite: bool) -> bool:
+    """Whether *values* hold a number refused (a NaN where *missing*, an infinity where
+    *infinite*): one pass, whatever is refused."""
+    if values.dtype.kind != "f" or not (missing or infinite):
+        return False
+    if missing and infinite:
+        return not bool(np.isfinite(values).all())
+    return bool((np.isnan(values) if missing else np.isinf(values)).any())
 
 
 def _refused(columns: Mapping[str, Tensor], missing: bool,
              infinite: bool) -> FailedPrecondition | None:
     for label, values in columns.items():
-        if values.dtype.kind != "f":
+        if not _holds_refused(values, missing, infinite):
             continue
         if missing and np.isnan(values).any():
             row = int(np.flatnonzero(np.isnan(values))[0])

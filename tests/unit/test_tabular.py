@@ -8,6 +8,7 @@ import numpy as np
 import pytest
 
 from flask_predict import InvalidInput
+from flask_predict.core import tabular
 from flask_predict.core.tabular import (ANY, NUMBER, TEXT, Column, known_categories, read_columns,
                                         tabular_signature)
 from flask_predict.types import TensorSpec
@@ -109,3 +110,25 @@ def test_signature_and_metadata_helpers() -> None:
     assert [(s.name, s.datatype, s.shape) for s in signature.inputs] == [
         ("age", "FP64", (-1,)), ("income", "FP64", (-1,)), ("city", "BYTES", (-1,))]
     assert known_categories(COLUMNS) == {"city": ["London", "Paris"]}
+
+
+@pytest.mark.parametrize("missing, infinite, expected", [
+    (True, True, "feature 1: value 2 is missing"),  # the first column, missing before infinite
+    (False, True, "feature 3: value 0 is infinite"),  # NaN taken (XGBoost), infinity not
+    (True, False, "feature 1: value 2 is missing"),
+    (False, False, None),
+])
+def test_the_first_refused_feature_is_named(missing: bool, infinite: bool,
+                                            expected: str | None) -> None:
+    features = np.zeros((4, 5))
+    features[2, 1] = np.nan
+    features[0, 3] = np.inf
+    features[3, 4] = np.nan
+    refused = tabular.refused_feature(features, missing=missing, infinite=infinite)
+    if expected is None:
+        assert refused is None
+    else:
+        assert refused is not None and refused.message.startswith(expected), refused
+    assert tabular.refused_feature(np.ones((3, 5)), missing=True, infinite=True) is None
+    assert tabular.refused_feature(np.ones((3, 5), dtype=np.int64), missing=True,
+                                   infinite=True) is None
