@@ -1,9 +1,15 @@
 """A batch prediction job: input files in, one output line per instance, in order.
 
-Chunks are read here and scored here (one process) or by a pool of processes forked after
-the model loaded (several): each worker uses the copy it inherited, the one model copy of
-the job, set up for its own process (:meth:`Model.after_fork`). At most two chunks per
-worker are in flight, so memory stays flat whatever the input's size.
+The inputs are pieces, in order: each local JSON lines file cut into byte ranges at line
+boundaries (:mod:`.ranges`), and every other input (CSV, Parquet, a remote file) read here
+a chunk at a time. One process scores the pieces itself. Several are a pool forked after
+the model loaded: each worker uses the copy it inherited, the one model copy of the job,
+set up for its own process (:meth:`Model.after_fork`). A worker given a byte range reads it
+and writes its lines to a part file, which this process appends to the output in input
+order by the kernel's copy, so the lines of local JSON lines never pass through this
+process; the chunks of the other inputs are read here and their lines sent back. At most
+two pieces per worker are in flight, so memory and the parts on disk stay flat whatever the
+input's size.
 """
 
 from __future__ import annotations
@@ -12,20 +18,24 @@ import multiprocessing
 import os
 from collections import deque
 from concurrent.futures import Future, ProcessPoolExecutor
-from typing import IO, Any, Iterable, Iterator, Mapping
+from typing import IO, Any, Iterable, Iterator, Mapping, Union
 
 from ..api import Model
 from .output import OutputFile
 from .progress import Progress, Summary
-from .reading import ARRAY, Chunk, chunks
+from .ranges import Range, ranges
+from .reading import ARRAY, Chunk, chunks, range_chunks
 from .scoring import Scored, score
 from .sources import Source
 
 IN_FLIGHT_PER_WORKER = 2
-"""Chunks queued per worker: one scoring, one waiting, so no worker idles between chunks."""
+"""Pieces queued per worker: one scoring, one waiting, so no worker idles between them."""
+
+Piece = Union[Range, Source]
+"""A byte range of a local JSON lines file, or a whole input read a chunk at a time."""
 
 _worker: dict[str, Any] = {}
-"""In a pool worker only: the model it inherited and the request's parameters, set once by
+"""In a pool worker only: the model it inherited and the job's settings, set once by
 :func:`_start_worker` (a forked worker's whole state; the parent never sets it)."""
 
 
@@ -44,43 +54,103 @@ def run(model: Model, sources: list[Source], output: str, *, processes: int = 1,
     sizes = [source.size() for source in sources]
     total = None if None in sizes else sum(size or 0 for size in sizes)
     progress = Progress(Summary(output), stream, total)
-    read = (chunk for source in sources
-            for chunk in chunks(source, chunk_size, instance_type))
+    request = dict(parameters or {})
+    settings = (chunk_size, instance_type, request)
     with OutputFile(output) as out:
-        for scored in _scored(model, read, processes, dict(parameters or {})):
-            out.write(scored.lines)
-            progress.add(scored.predictions, scored.errors, scored.blank, scored.read_bytes)
+        if processes <= 1:
+            for piece in pieces(sources):
+                for chunk in _chunks(piece, chunk_size, instance_type):
+                    scored = score(model, chunk, request)
+                    out.write(scored.lines)
+                    progress.add(scored.predictions, scored.errors, scored.blank,
+                                 scored.read_bytes)
+        else:
+            for scored, part in _pooled(model, pieces(sources), out, processes, settings):
+                if part is None:
+                    out.write(scored.lines)
+                else:
+                    out.append(part)
+                progress.add(scored.predictions, scored.errors, scored.blank,
+                             scored.read_bytes)
     return progress.done()
 
 
-def _scored(model: Model, read: Iterable[Chunk], processes: int,
-            parameters: dict[str, Any]) -> Iterator[Scored]:
-    if processes <= 1:
-        for chunk in read:
-            yield score(model, chunk, parameters)
-        return
+def pieces(sources: Iterable[Source]) -> Iterator[Piece]:
+    """*sources* as the job's pieces, in order: a local JSON lines file as its byte ranges,
+    any other input whole."""
+    for source in sources:
+        if source.format == "jsonl" and source.local:
+            yield from ranges(source.path, os.path.getsize(source.path))
+        else:
+            yield source
+
+
+def _chunks(piece: Piece, chunk_size: int, instance_type: str) -> Iterator[Chunk]:
+    if isinstance(piece, Range):
+        return range_chunks(piece, chunk_size)
+    return chunks(piece, chunk_size, instance_type)
+
+
+_Settings = tuple[int, str, dict[str, Any]]
+"""The chunk size, a table's instance type and the request's other keys."""
+
+
+def _pooled(model: Model, work: Iterable[Piece], out: OutputFile, processes: int,
+            settings: _Settings) -> Iterator[tuple[Scored, str | None]]:
+    """Each piece scored by the pool, in order: its byte range's part file, or one chunk's
+    lines read here."""
     threads = max(1, (os.cpu_count() or 1) // processes)
     context = multiprocessing.get_context("fork")
     with ProcessPoolExecutor(processes, mp_context=context, initializer=_start_worker,
-                             initargs=(model, threads, parameters)) as pool:
-        pending: deque[Future[Scored]] = deque()
+                             initargs=(model, threads, settings)) as pool:
+        pending: deque[tuple[Future[Scored], str | None]] = deque()
         try:
-            for chunk in read:
-                pending.append(pool.submit(_score_in_worker, chunk))
+            for index, task in enumerate(_tasks(work, settings)):
+                if isinstance(task, Range):
+                    path = out.part(index)
+                    pending.append((pool.submit(_score_range, task, path), path))
+                else:
+                    pending.append((pool.submit(_score_chunk, task), None))
                 if len(pending) >= IN_FLIGHT_PER_WORKER * processes:
-                    yield pending.popleft().result()
+                    future, part = pending.popleft()
+                    yield future.result(), part
             while pending:
-                yield pending.popleft().result()
+                future, part = pending.popleft()
+                yield future.result(), part
         finally:
-            for future in pending:
+            for future, _ in pending:
                 future.cancel()
 
 
-def _start_worker(model: Model, threads: int, parameters: dict[str, Any]) -> None:
+def _tasks(work: Iterable[Piece], settings: _Settings) -> Iterator[Range | Chunk]:
+    """The pool's tasks: each byte range whole, each other input a chunk at a time."""
+    for piece in work:
+        if isinstance(piece, Range):
+            yield piece
+        else:
+            yield from chunks(piece, settings[0], settings[1])
+
+
+def _start_worker(model: Model, threads: int, settings: _Settings) -> None:
     """A pool worker's start: its inherited copy of *model* made ready here."""
     model.after_fork(threads)
-    _worker.update(model=model, parameters=parameters)
+    _worker.update(model=model, settings=settings)
 
 
-def _score_in_worker(chunk: Chunk) -> Scored:
-    return score(_worker["model"], chunk, _worker["parameters"])
+def _score_chunk(chunk: Chunk) -> Scored:
+    return score(_worker["model"], chunk, _worker["settings"][2])
+
+
+def _score_range(part: Range, path: str) -> Scored:
+    """Score the byte range *part* into the file *path*; the counts, no lines."""
+    chunk_size, _, parameters = _worker["settings"]
+    total = Scored(b"", 0, 0, 0, 0)
+    with open(path, "wb") as file:
+        for chunk in range_chunks(part, chunk_size):
+            scored = score(_worker["model"], chunk, parameters)
+            file.write(scored.lines)
+            total.predictions += scored.predictions
+            total.errors += scored.errors
+            total.blank += scored.blank
+            total.read_bytes += scored.read_bytes
+    return total
