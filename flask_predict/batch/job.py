@@ -18,6 +18,7 @@ import multiprocessing
 import os
 from collections import deque
 from concurrent.futures import Future, ProcessPoolExecutor
+from multiprocessing.synchronize import Event
 from typing import IO, Any, Iterable, Iterator, Mapping, Union
 
 from ..api import Model
@@ -101,8 +102,9 @@ def _pooled(model: Model, work: Iterable[Piece], out: OutputFile, processes: int
     lines read here."""
     threads = max(1, (os.cpu_count() or 1) // processes)
     context = multiprocessing.get_context("fork")
+    stop = context.Event()
     with ProcessPoolExecutor(processes, mp_context=context, initializer=_start_worker,
-                             initargs=(model, threads, settings)) as pool:
+                             initargs=(model, threads, settings, stop)) as pool:
         pending: deque[tuple[Future[Scored], str | None]] = deque()
         try:
             for index, task in enumerate(_tasks(work, settings)):
@@ -117,6 +119,9 @@ def _pooled(model: Model, work: Iterable[Piece], out: OutputFile, processes: int
             while pending:
                 future, part = pending.popleft()
                 yield future.result(), part
+        except BaseException:  # failed or interrupted: the running ranges stop too
+            stop.set()
+            raise
         finally:
             for future, _ in pending:
                 future.cancel()
@@ -131,10 +136,10 @@ def _tasks(work: Iterable[Piece], settings: _Settings) -> Iterator[Range | Chunk
             yield from chunks(piece, settings[0], settings[1])
 
 
-def _start_worker(model: Model, threads: int, settings: _Settings) -> None:
+def _start_worker(model: Model, threads: int, settings: _Settings, stop: Event) -> None:
     """A pool worker's start: its inherited copy of *model* made ready here."""
     model.after_fork(threads)
-    _worker.update(model=model, settings=settings)
+    _worker.update(model=model, settings=settings, stop=stop, parent=os.getppid())
 
 
 def _score_chunk(chunk: Chunk) -> Scored:
@@ -142,11 +147,15 @@ def _score_chunk(chunk: Chunk) -> Scored:
 
 
 def _score_range(part: Range, path: str) -> Scored:
-    """Score the byte range *part* into the file *path*; the counts, no lines."""
+    """Score the byte range *part* into the file *path*; the counts, no lines. A job that
+    failed, was interrupted or was killed stops it between two chunks (the part is then
+    dropped)."""
     chunk_size, _, parameters = _worker["settings"]
     total = Scored(b"", 0, 0, 0, 0)
     with open(path, "wb") as file:
         for chunk in range_chunks(part, chunk_size):
+            if _worker["stop"].is_set() or os.getppid() != _worker["parent"]:
+                break
             scored = score(_worker["model"], chunk, parameters)
             file.write(scored.lines)
             total.predictions += scored.predictions
