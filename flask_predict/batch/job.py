@@ -16,6 +16,8 @@ from __future__ import annotations
 
 import multiprocessing
 import os
+import threading
+import time
 from collections import deque
 from concurrent.futures import Future, ProcessPoolExecutor
 from multiprocessing.synchronize import Event
@@ -31,6 +33,9 @@ from .sources import Source
 
 IN_FLIGHT_PER_WORKER = 2
 """Pieces queued per worker: one scoring, one waiting, so no worker idles between them."""
+
+PARENT_CHECK_SECONDS = 0.5
+"""How often a pool worker checks that the job's process is still there."""
 
 Piece = Union[Range, Source]
 """A byte range of a local JSON lines file, or a whole input read a chunk at a time."""
@@ -137,9 +142,20 @@ def _tasks(work: Iterable[Piece], settings: _Settings) -> Iterator[Range | Chunk
 
 
 def _start_worker(model: Model, threads: int, settings: _Settings, stop: Event) -> None:
-    """A pool worker's start: its inherited copy of *model* made ready here."""
+    """A pool worker's start: its inherited copy of *model* made ready here, and a thread
+    that ends the worker once the job's process is gone."""
+    threading.Thread(target=_end_with, args=(os.getppid(),), name="flask-predict-job-watch",
+                     daemon=True).start()
     model.after_fork(threads)
-    _worker.update(model=model, settings=settings, stop=stop, parent=os.getppid())
+    _worker.update(model=model, settings=settings, stop=stop)
+
+
+def _end_with(parent: int) -> None:
+    """End this process once *parent* is gone (killed: it then orphaned this worker, which
+    would wait for tasks forever, holding the job's standard streams open)."""
+    while os.getppid() == parent:
+        time.sleep(PARENT_CHECK_SECONDS)
+    os._exit(1)
 
 
 def _score_chunk(chunk: Chunk) -> Scored:
@@ -148,13 +164,12 @@ def _score_chunk(chunk: Chunk) -> Scored:
 
 def _score_range(part: Range, path: str) -> Scored:
     """Score the byte range *part* into the file *path*; the counts, no lines. A job that
-    failed, was interrupted or was killed stops it between two chunks (the part is then
-    dropped)."""
+    failed or was interrupted stops it between two chunks (the part is then dropped)."""
     chunk_size, _, parameters = _worker["settings"]
     total = Scored(b"", 0, 0, 0, 0)
     with open(path, "wb") as file:
         for chunk in range_chunks(part, chunk_size):
-            if _worker["stop"].is_set() or os.getppid() != _worker["parent"]:
+            if _worker["stop"].is_set():
                 break
             scored = score(_worker["model"], chunk, parameters)
             file.write(scored.lines)

@@ -207,7 +207,7 @@ class Slow:
 def test_a_job_stopped_then_run_again(tmp_path: Path, how: signal.Signals,
                                       processes: str) -> None:
     """A stopped job leaves nothing under the output's name; run again, it writes it whole
-    (a killed pool's parts replaced)."""
+    (a killed pool's parts replaced). A killed pool's workers do not outlive it."""
     model = tmp_path / "slow"
     model.mkdir()
     (model / "predictor.py").write_text(SLOW_ROUTINE)
@@ -230,7 +230,7 @@ def test_a_job_stopped_then_run_again(tmp_path: Path, how: signal.Signals,
             job.wait(timeout=60)
         finally:
             job.kill()
-            job.communicate()
+            job.communicate(timeout=60)  # a killed pool's workers end too: stderr closes
     assert job.returncode != 0 and not out.exists()
     assert partial.exists() == (how == signal.SIGKILL)  # an interrupted job cleans up
     assert parts.exists() == (how == signal.SIGKILL and processes == "2")
