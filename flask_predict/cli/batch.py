@@ -51,6 +51,7 @@ def run(args: argparse.Namespace) -> batch.Summary:
         raise ValueError("--processes and --chunk-size must be at least 1")
     parameters = _parameters(args.parameters)
     sources = batch.expand(args.input, args.format)
+    runtime.passive_waits()  # the job parses and prints between two predictions
     forked = args.processes > 1
     if forked:  # no native pool may start before the fork (each worker sizes its own)
         runtime.limit_threads(1)
