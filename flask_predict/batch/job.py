@@ -1,35 +1,51 @@
 """A batch prediction job: input files in, one output line per instance, in order.
 
-Chunks are read here and scored here (one process) or by a pool of processes forked after
-the model loaded (several): each worker uses the copy it inherited, the one model copy of
-the job, set up for its own process (:meth:`Model.after_fork`). At most two chunks per
-worker are in flight, so memory stays flat whatever the input's size.
+The inputs are pieces, in order: each local JSON lines file cut into byte ranges at line
+boundaries (:mod:`.ranges`), and every other input (CSV, Parquet, TFRecord, a file list, a
+remote file) read here
+a chunk at a time. One process scores the pieces itself. Several are a pool forked after
+the model loaded: each worker uses the copy it inherited, the one model copy of the job,
+set up for its own process (:meth:`Model.after_fork`). A worker given a byte range reads it
+and writes its lines to a part file, which this process appends to the output in input
+order by the kernel's copy, so the lines of local JSON lines never pass through this
+process; the chunks of the other inputs are read here and their lines sent back. At most
+two pieces per worker are in flight, so memory and the parts on disk stay flat whatever the
+input's size.
 """
 
 from __future__ import annotations
 
 import multiprocessing
 import os
+import threading
+import time
 from collections import deque
 from concurrent.futures import Future, ProcessPoolExecutor
-from typing import IO, Any, Iterable, Iterator, Mapping
+from multiprocessing.synchronize import Event
+from typing import IO, Any, Iterable, Iterator, Mapping, Union
 
 from ..api import Model
 from ..errors import ConfigError
-from .output import OutputFile
 from .instances import InstanceConfig
+from .output import OutputFile
 from .progress import Progress, Summary
-from .reading import Chunk, chunks
+from .ranges import Range, ranges
+from .reading import Chunk, chunks, range_chunks
 from .records import BINARY_FORMATS, binary_chunks
 from .scoring import AS_READ, Scored, score
 from .sources import Source
 
 IN_FLIGHT_PER_WORKER = 2
-"""Chunks queued per worker: one scoring, one waiting, so no worker idles between chunks."""
+"""Pieces queued per worker: one scoring, one waiting, so no worker idles between them."""
+
+PARENT_CHECK_SECONDS = 0.5
+"""How often a pool worker checks that the job's process is still there."""
+
+Piece = Union[Range, Source]
+"""A byte range of a local JSON lines file, or a whole input read a chunk at a time."""
 
 _worker: dict[str, Any] = {}
-"""In a pool worker only: the model it inherited, the request's parameters and the instance
-config, set once by
+"""In a pool worker only: the model it inherited and the job's settings, set once by
 :func:`_start_worker` (a forked worker's whole state; the parent never sets it)."""
 
 
@@ -57,45 +73,124 @@ def run(model: Model, sources: list[Source], output: str, *, processes: int = 1,
     sizes = [source.size() for source in sources]
     total = None if None in sizes else sum(size or 0 for size in sizes)
     progress = Progress(Summary(output), stream, total)
-    read = (chunk for source in sources
-            for chunk in (binary_chunks(source, chunk_size) if source.format in BINARY_FORMATS
-                          else chunks(source, chunk_size, config.table_type())))
+    request = dict(parameters or {})
+    settings = (chunk_size, config, request)
     with OutputFile(output) as out:
-        for scored in _scored(model, read, processes, dict(parameters or {}), config):
-            out.write(scored.lines)
-            progress.add(scored.predictions, scored.errors, scored.blank, scored.read_bytes)
+        if processes <= 1:
+            for piece in pieces(sources):
+                for chunk in _chunks(piece, chunk_size, config):
+                    scored = score(model, chunk, request, config)
+                    out.write(scored.lines)
+                    progress.add(scored.predictions, scored.errors, scored.blank,
+                                 scored.read_bytes)
+        else:
+            for scored, part in _pooled(model, pieces(sources), out, processes, settings):
+                if part is None:
+                    out.write(scored.lines)
+                else:
+                    out.append(part)
+                progress.add(scored.predictions, scored.errors, scored.blank,
+                             scored.read_bytes)
     return progress.done()
 
 
-def _scored(model: Model, read: Iterable[Chunk], processes: int,
-            parameters: dict[str, Any], config: InstanceConfig) -> Iterator[Scored]:
-    if processes <= 1:
-        for chunk in read:
-            yield score(model, chunk, parameters, config)
-        return
+def pieces(sources: Iterable[Source]) -> Iterator[Piece]:
+    """*sources* as the job's pieces, in order: a local JSON lines file as its byte ranges,
+    any other input whole."""
+    for source in sources:
+        if source.format == "jsonl" and source.local:
+            yield from ranges(source.path, os.path.getsize(source.path))
+        else:
+            yield source
+
+
+def _chunks(piece: Piece, chunk_size: int, config: InstanceConfig) -> Iterator[Chunk]:
+    if isinstance(piece, Range):
+        return range_chunks(piece, chunk_size)
+    if piece.format in BINARY_FORMATS:
+        return binary_chunks(piece, chunk_size)
+    return chunks(piece, chunk_size, config.table_type())
+
+
+_Settings = tuple[int, InstanceConfig, dict[str, Any]]
+"""The chunk size, how records become instances and the request's other keys."""
+
+
+def _pooled(model: Model, work: Iterable[Piece], out: OutputFile, processes: int,
+            settings: _Settings) -> Iterator[tuple[Scored, str | None]]:
+    """Each piece scored by the pool, in order: its byte range's part file, or one chunk's
+    lines read here."""
     threads = max(1, (os.cpu_count() or 1) // processes)
     context = multiprocessing.get_context("fork")
+    stop = context.Event()
     with ProcessPoolExecutor(processes, mp_context=context, initializer=_start_worker,
-                             initargs=(model, threads, parameters, config)) as pool:
-        pending: deque[Future[Scored]] = deque()
+                             initargs=(model, threads, settings, stop)) as pool:
+        pending: deque[tuple[Future[Scored], str | None]] = deque()
         try:
-            for chunk in read:
-                pending.append(pool.submit(_score_in_worker, chunk))
+            for index, task in enumerate(_tasks(work, settings)):
+                if isinstance(task, Range):
+                    path = out.part(index)
+                    pending.append((pool.submit(_score_range, task, path), path))
+                else:
+                    pending.append((pool.submit(_score_chunk, task), None))
                 if len(pending) >= IN_FLIGHT_PER_WORKER * processes:
-                    yield pending.popleft().result()
+                    future, part = pending.popleft()
+                    yield future.result(), part
             while pending:
-                yield pending.popleft().result()
+                future, part = pending.popleft()
+                yield future.result(), part
+        except BaseException:  # failed or interrupted: the running ranges stop too
+            stop.set()
+            raise
         finally:
-            for future in pending:
+            for future, _ in pending:
                 future.cancel()
 
 
-def _start_worker(model: Model, threads: int, parameters: dict[str, Any],
-                  config: InstanceConfig) -> None:
-    """A pool worker's start: its inherited copy of *model* made ready here."""
+def _tasks(work: Iterable[Piece], settings: _Settings) -> Iterator[Range | Chunk]:
+    """The pool's tasks: each byte range whole, each other input a chunk at a time."""
+    for piece in work:
+        if isinstance(piece, Range):
+            yield piece
+        else:
+            yield from _chunks(piece, settings[0], settings[1])
+
+
+def _start_worker(model: Model, threads: int, settings: _Settings, stop: Event) -> None:
+    """A pool worker's start: its inherited copy of *model* made ready here, and a thread
+    that ends the worker once the job's process is gone."""
+    threading.Thread(target=_end_with, args=(os.getppid(),), name="flask-predict-job-watch",
+                     daemon=True).start()
     model.after_fork(threads)
-    _worker.update(model=model, parameters=parameters, config=config)
+    _worker.update(model=model, settings=settings, stop=stop)
 
 
-def _score_in_worker(chunk: Chunk) -> Scored:
-    return score(_worker["model"], chunk, _worker["parameters"], _worker["config"])
+def _end_with(parent: int) -> None:
+    """End this process once *parent* is gone (killed: it then orphaned this worker, which
+    would wait for tasks forever, holding the job's standard streams open)."""
+    while os.getppid() == parent:
+        time.sleep(PARENT_CHECK_SECONDS)
+    os._exit(1)
+
+
+def _score_chunk(chunk: Chunk) -> Scored:
+    _, config, parameters = _worker["settings"]
+    return score(_worker["model"], chunk, parameters, config)
+
+
+def _score_range(part: Range, path: str) -> Scored:
+    """Score the byte range *part* into the file *path*; the counts, no lines. A job that
+    failed or was interrupted stops it between two chunks (the part is then dropped)."""
+    chunk_size, config, parameters = _worker["settings"]
+    total = Scored(b"", 0, 0, 0, 0)
+    with open(path, "wb") as file:
+        for chunk in range_chunks(part, chunk_size):
+            if _worker["stop"].is_set():
+                break
+            scored = score(_worker["model"], chunk, parameters, config)
+            file.write(scored.lines)
+            total.predictions += scored.predictions
+            total.errors += scored.errors
+            total.blank += scored.blank
+            total.read_bytes += scored.read_bytes
+    return total

@@ -2,8 +2,10 @@
 them (one instance per line), CSV (a header, then one instance per row) and Parquet (one
 instance per row). Memory holds one chunk per file at a time, whatever the file's size.
 
-A JSON line travels as its text (the worker parses it and echoes it as it was); a table's
-row travels as its values. Blank lines are skipped and counted; a row that cannot be read
+JSON lines travel as their text, a chunk's lines in one piece (the worker parses them and
+echoes each as it was); a table's row travels as its values. A local JSON lines file may also
+be read a byte range at a time (:mod:`.ranges`), each range by the worker that scores it.
+Blank rows are skipped and counted (blank lines by the worker); a row that cannot be read
 (a CSV row with the wrong number of fields) travels as :class:`Unreadable`, to be answered
 with an error line in its place.
 """
@@ -13,9 +15,13 @@ from __future__ import annotations
 import csv
 import io
 from dataclasses import dataclass, field
-from typing import IO, Any, Iterator
+from typing import IO, Any, Iterable, Iterator
+
+import numpy as np
 
 from ..errors import ConfigError
+from ..types import Tensor
+from .ranges import Range, range_blocks
 from .sources import Source
 
 ARRAY, OBJECT = "array", "object"
@@ -33,18 +39,26 @@ class Unreadable:
 
 @dataclass
 class Chunk:
-    """Consecutive instances of one file: JSON lines' texts (``json_lines``) or rows."""
+    """Consecutive instances of one file: JSON lines as their text, or a table's rows."""
 
-    json_lines: bool
     items: list[Any] = field(default_factory=list)
+    """A table's rows (values, or :class:`Unreadable`)."""
+    text: bytes = b""
+    """JSON lines: the text of whole lines, as read (blank ones too)."""
+    ends: Tensor | None = None
+    """JSON lines: where each line of ``text`` ends (its newline, or the text's end)."""
     blank: int = 0
-    """Blank lines skipped while reading this chunk."""
+    """Blank rows skipped while reading this chunk."""
     read_bytes: int = 0
     """The input bytes this chunk came from (for progress)."""
 
+    @property
+    def json_lines(self) -> bool:
+        return self.ends is not None
+
 
 def chunks(source: Source, size: int, instance_type: str = ARRAY) -> Iterator[Chunk]:
-    """*source*'s instances, *size* at a time.
+    """*source*'s instances, *size* at a time (JSON lines: *size* lines, blank ones too).
 
     :raises ConfigError: the file cannot be read in its format (a Parquet file that is not
         one, or Parquet without pyarrow installed).
@@ -58,58 +72,59 @@ def chunks(source: Source, size: int, instance_type: str = ARRAY) -> Iterator[Ch
     raise ConfigError(f"unknown input format {source.format!r}")
 
 
-BLOCK_BYTES = 1 << 22
-"""JSON lines are read this many bytes at a time and split in one call per block."""
+def range_chunks(part: Range, size: int) -> Iterator[Chunk]:
+    """The lines of one byte range of a local JSON lines file, *size* at a time."""
+    return line_chunks(range_blocks(part, BLOCK_BYTES), size)
 
-_SPACE = ord(" ")
-"""No byte above this one starts a blank line (``bytes.strip`` removes ``\\t\\n\\v\\f\\r``
-and the space)."""
+
+BLOCK_BYTES = 1 << 22
+"""JSON lines are read this many bytes at a time; their newlines are found in one pass."""
+
+_NEWLINE = ord("\n")
 
 
 def _json_lines(source: Source, size: int) -> Iterator[Chunk]:
-    chunk = Chunk(True)
-    rest = b""
     with source.open() as file:
-        while True:
-            block = file.read(BLOCK_BYTES)
-            if not block:
-                break
-            chunk.read_bytes += len(block)
-            lines = block.split(b"\n")
-            lines[0] = rest + lines[0]
-            returns = b"\r" in block or b"\r" in lines[0]
-            rest = lines.pop()  # the last line's start, until its newline is read
-            texts, blank = _line_texts(lines, returns)
-            chunk.blank += blank
-            while texts:
-                room = size - len(chunk.items)
-                chunk.items.extend(texts[:room])
-                texts = texts[room:]
-                if len(chunk.items) >= size:
-                    yield chunk
-                    chunk = Chunk(True)
-    if rest:  # a last line without its newline
-        texts, blank = _line_texts([rest], b"\r" in rest)
-        chunk.items.extend(texts)
-        chunk.blank += blank
-    if chunk.items or chunk.blank:
-        yield chunk
+        yield from line_chunks(iter(lambda: file.read(BLOCK_BYTES), b""), size)
 
 
-def _line_texts(lines: list[bytes], returns: bool) -> tuple[list[bytes], int]:
-    """The texts of *lines*, without their line endings (*returns*: some may end in
-    ``\\r``), and how many blank ones were left out. Lines that all start with a visible
-    character (what their least, by bytes, tells in one pass) are kept as they are; others
-    are looked at one by one."""
-    if lines and not returns and min(lines)[:1] > bytes([_SPACE]):
-        return lines, 0
-    texts = [line.rstrip(b"\r\n") for line in lines]
-    kept = [text for text in texts if text.strip()]
-    return kept, len(texts) - len(kept)
+def line_chunks(blocks: Iterable[bytes], size: int) -> Iterator[Chunk]:
+    """The lines of *blocks* (one text read in pieces), *size* lines a chunk, each chunk
+    one piece of text; a last line without its newline ends the last chunk. Only the
+    first chunk of each block joins the lines left over from the block before."""
+    rest, rest_ends, read = b"", np.empty(0, dtype=np.int64), 0
+    for block in blocks:
+        read += len(block)
+        ends = np.flatnonzero(np.frombuffer(block, dtype=np.uint8) == _NEWLINE)
+        need = size - len(rest_ends)
+        if len(ends) < need:
+            rest_ends = np.concatenate([rest_ends, ends + len(rest)])
+            rest += block
+            continue
+        start = int(ends[need - 1]) + 1
+        yield Chunk(text=rest + block[:start], read_bytes=read,
+                    ends=np.concatenate([rest_ends, ends[:need] + len(rest)]))
+        read, index = 0, need
+        while len(ends) - index >= size:
+            stop = int(ends[index + size - 1]) + 1
+            yield Chunk(text=block[start:stop], ends=ends[index:index + size] - start)
+            start, index = stop, index + size
+        rest, rest_ends = block[start:], ends[index:] - start
+    if rest:
+        if not rest.endswith(b"\n"):  # a last line without its newline
+            rest_ends = np.append(rest_ends, len(rest))
+        yield Chunk(text=rest, ends=rest_ends, read_bytes=read)
+
+
+def line_ends(text: bytes) -> Tensor:
+    """Where each line of *text* ends: its newline, or the text's end for a last line
+    without one."""
+    ends = np.flatnonzero(np.frombuffer(text, dtype=np.uint8) == _NEWLINE)
+    return ends if text.endswith(b"\n") else np.append(ends, len(text))
 
 
 def _csv_rows(source: Source, size: int, instance_type: str) -> Iterator[Chunk]:
-    chunk = Chunk(False)
+    chunk = Chunk()
     with source.open() as raw:
         text = io.TextIOWrapper(raw, encoding="utf-8-sig", errors="replace", newline="")
         reader = csv.reader(text)
@@ -131,7 +146,7 @@ def _csv_rows(source: Source, size: int, instance_type: str) -> Iterator[Chunk]:
             if len(chunk.items) >= size:
                 chunk.read_bytes, read = position(raw) - read, position(raw)
                 yield chunk
-                chunk = Chunk(False)
+                chunk = Chunk()
         chunk.read_bytes = position(raw) - read
     if chunk.items or chunk.blank:
         yield chunk
@@ -178,4 +193,4 @@ def _parquet_rows(source: Source, size: int, instance_type: str) -> Iterator[Chu
             rows = [list(values) for values in zip(*columns)]
             items: list[Any] = rows if instance_type == ARRAY else [
                 dict(zip(names, row)) for row in rows]
-            yield Chunk(False, items, read_bytes=total * len(rows) // rows_in_file)
+            yield Chunk(items, read_bytes=total * len(rows) // rows_in_file)

@@ -77,7 +77,7 @@ BINARY_FORMATS = ("tf-record", "tf-record-gzip", "file-list")
 
 def binary_chunks(source: Source, size: int) -> Iterator[Chunk]:
     """*source*'s binary instances (a TFRecord file or a file list), *size* at a time."""
-    chunk = Chunk(False)
+    chunk = Chunk()
     held = read = 0  # bytes held in the chunk; input bytes read up to the chunk before
     with source.open() as raw:
         for item in _instances(source, raw):
@@ -89,7 +89,7 @@ def binary_chunks(source: Source, size: int) -> Iterator[Chunk]:
             if len(chunk.items) >= size or held >= CHUNK_BYTES:
                 chunk.read_bytes, read = position(raw) - read, position(raw)
                 yield chunk
-                chunk, held = Chunk(False), 0
+                chunk, held = Chunk(), 0
         chunk.read_bytes = position(raw) - read
     if chunk.items:
         yield chunk

@@ -8,8 +8,8 @@ A chunk the model refuses or fails on is split in halves until each bad instance
 alone, so one bad line costs its own error line and never another line's prediction.
 
 The usual chunk, JSON lines that are each a flat list of numbers, skips the Python values:
-its text is parsed into one float64 matrix (:func:`codecs.number_matrix`, the server's own
-accelerator for such bodies) and predicted through the matrix door, which answers what the
+its text is parsed into one float64 matrix in one call (:func:`codecs.number_lines`, with no
+object per line or number) and predicted through the matrix door, which answers what the
 instances door would; any other chunk, or one the model refuses, takes the instances door.
 """
 
@@ -26,7 +26,7 @@ from ..api import Model
 from ..errors import HTTP_STATUS, InvalidInput, PredictError, PredictorFailed
 from ..types import Tensor
 from .instances import InstanceConfig
-from .reading import Chunk, Unreadable
+from .reading import Chunk, Unreadable, line_ends
 
 AS_READ = InstanceConfig()
 """Each record sent to the model as it was read."""
@@ -52,43 +52,54 @@ def score(model: Model, chunk: Chunk, parameters: Mapping[str, Any],
           config: InstanceConfig = AS_READ) -> Scored:
     """Predict *chunk* with *model* (*parameters*: the predict request's other keys;
     *config*: how each record becomes its instance)."""
+    items, blank = chunk.items, chunk.blank
+    if chunk.json_lines:
+        assert chunk.ends is not None
+        if not (parameters or config.shapes_records or model.takes_instances):
+            lines = _matrix_lines(model, chunk.text, chunk.ends)
+            if lines is not None:
+                return Scored(lines, len(chunk.ends), 0, chunk.blank, chunk.read_bytes)
+        items, blank_lines = _line_texts(chunk.text)
+        blank += blank_lines
     if config.shapes_records:
-        return _shaped(model, chunk, parameters, config)
-    if chunk.json_lines and not parameters:
-        lines = _matrix_lines(model, chunk.items)
-        if lines is not None:
-            return Scored(lines, len(chunk.items), 0, chunk.blank, chunk.read_bytes)
-    parsed = _json_values(chunk.items) if chunk.json_lines else None
-    if parsed is not None:  # every line is JSON: printed at once when all are predicted
-        outcomes_all = predict_each(model, parsed, parameters)
-        if all(ok for ok, _ in outcomes_all):
-            lines = _prediction_lines(chunk.items, [value for _, value in outcomes_all])
-            return Scored(lines, len(parsed), 0, chunk.blank, chunk.read_bytes)
+        records = _shaped(items, chunk.json_lines, config)
+    else:
+        parsed = _json_values(items) if chunk.json_lines else None
+        if parsed is not None:  # every line is JSON: printed at once when all are predicted
+            outcomes = predict_each(model, parsed, parameters)
+            if all(ok for ok, _ in outcomes):
+                lines = _prediction_lines(items, [value for _, value in outcomes])
+                return Scored(lines, len(parsed), 0, blank, chunk.read_bytes)
+        records = _as_read(items, chunk.json_lines, parsed)
+    return _answered(model, records, parameters, blank, chunk.read_bytes)
+
+
+def _as_read(items: list[Any], json_lines: bool, parsed: list[Any] | None) -> list[Record]:
+    """*items* (JSON lines' texts, or a table's rows) as records sent as they were read."""
     records: list[Record] = []
-    for index, item in enumerate(chunk.items):
+    for index, item in enumerate(items):
         if parsed is not None:
             echo, instance, error = item, parsed[index], None
-        elif chunk.json_lines:
+        elif json_lines:
             echo, instance, error = _json_line(item)
         elif isinstance(item, Unreadable):
             echo, instance, error = codecs.dumps(item.text), None, InvalidInput(item.message)
         else:
             echo, instance, error = codecs.dumps(item), item, None
         records.append((b'"instance":' + echo, instance, error))
-    return _answered(model, chunk, records, parameters)
+    return records
 
 
-def _shaped(model: Model, chunk: Chunk, parameters: Mapping[str, Any],
-            config: InstanceConfig) -> Scored:
-    """*chunk* scored with each record shaped by *config* (Vertex AI's instance config):
-    a record it cannot shape gets an error line, named as the others are."""
+def _shaped(items: list[Any], json_lines: bool, config: InstanceConfig) -> list[Record]:
+    """*items* as records shaped by *config* (Vertex AI's instance config): a record it
+    cannot shape gets an error line, named as the others are."""
     records: list[Record] = []
-    for item in chunk.items:
+    for item in items:
         error: PredictError | None = None
         if isinstance(item, Unreadable):
             record, error = None, InvalidInput(item.message)
             label = b'"instance":' + codecs.dumps(item.text)
-        elif chunk.json_lines:
+        elif json_lines:
             echo, record, error = _json_line(item)
             field, value = config.label(record)
             label = (b'"instance":' + echo if field == "instance"
@@ -100,15 +111,15 @@ def _shaped(model: Model, chunk: Chunk, parameters: Mapping[str, Any],
         instance = None
         if error is None:
             try:
-                instance = config.instance(record, table=not chunk.json_lines)
+                instance = config.instance(record, table=not json_lines)
             except InvalidInput as exc:
                 error = exc
         records.append((label, instance, error))
-    return _answered(model, chunk, records, parameters)
+    return records
 
 
-def _answered(model: Model, chunk: Chunk, records: list[Record],
-              parameters: Mapping[str, Any]) -> Scored:
+def _answered(model: Model, records: list[Record], parameters: Mapping[str, Any],
+              blank: int, read_bytes: int) -> Scored:
     """The output lines of *records*: those without an error predicted together, every
     outcome printed after its label."""
     outcomes: list[tuple[bool, Any] | None] = [
@@ -127,17 +138,18 @@ def _answered(model: Model, chunk: Chunk, records: list[Record],
         else:
             errors += 1
             parts.append(b"{" + label + b',"error":' + printed(value) + b"}\n")
-    return Scored(b"".join(parts), len(records) - errors, errors, chunk.blank,
-                  chunk.read_bytes)
+    return Scored(b"".join(parts), len(records) - errors, errors, blank, read_bytes)
 
 
-def _matrix_lines(model: Model, texts: list[bytes]) -> bytes | None:
-    """The output lines of *texts* through the model's matrix door, when every line is one
-    flat JSON array of numbers and the model takes them so; ``None`` otherwise, and when the
-    model refuses or fails (the instances door then answers each line)."""
-    if not texts or model.takes_instances:
-        return None
-    matrix = _number_rows(texts)
+def _matrix_lines(model: Model, text: bytes, ends: Tensor) -> bytes | None:
+    """The output lines of the JSON lines *text* (each ending at its index in *ends*)
+    through the model's matrix door, when every line is one flat JSON array of numbers and
+    the model takes them so; ``None`` otherwise, and when the model refuses or fails (the
+    instances door then answers each line)."""
+    if b"\r" in text:  # CRLF line ends: the lines as they read without them
+        text = text.replace(b"\r\n", b"\n")
+        ends = line_ends(text)
+    matrix = codecs.number_lines(text, ends)
     if matrix is None:
         return None
     try:
@@ -145,28 +157,31 @@ def _matrix_lines(model: Model, texts: list[bytes]) -> bytes | None:
         predictions = model.predict_matrix(matrix)
     except PredictError:
         return None
-    if predictions is None or len(predictions) != len(texts):
+    if predictions is None or len(predictions) != len(ends):
         return None
-    return _prediction_lines(texts, predictions)
+    echoes = text.split(b"\n")
+    if text.endswith(b"\n"):
+        echoes.pop()
+    return _prediction_lines(echoes, predictions)
 
 
-_HEAD = b'{"instances":['
-_OPEN, _CLOSE = ord("["), ord("]")
+_SPACE = ord(" ")
+"""No byte above this one starts a blank line (``bytes.strip`` removes ``\\t\\n\\v\\f\\r``
+and the space)."""
 
 
-def _number_rows(texts: list[bytes]) -> Tensor | None:
-    """The lines as the rows of one float64 matrix, when each line is one flat JSON array
-    of numbers (``None`` for anything :func:`codecs.number_matrix` is not sure of)."""
-    body = _HEAD + b",".join(texts) + b"]}"
-    sizes = np.fromiter(map(len, texts), dtype=np.int64, count=len(texts))
-    starts = len(_HEAD) + np.cumsum(sizes + 1) - (sizes + 1)
-    # each line opens and closes one array: with number_matrix's count of rows (one "["
-    # each, no nesting), no line holds two rows or part of one
-    text = np.frombuffer(body, dtype=np.uint8)
-    if not ((text[starts] == _OPEN).all() and (text[starts + sizes - 1] == _CLOSE).all()):
-        return None
-    matrix = codecs.number_matrix(body, "instances")
-    return matrix if matrix is not None and len(matrix) == len(texts) else None
+def _line_texts(text: bytes) -> tuple[list[bytes], int]:
+    """The lines of *text* without their line endings, and how many blank ones were left
+    out. Lines that all start with a visible character (what their least, by bytes, tells
+    in one pass) are kept as they are; others are looked at one by one."""
+    lines = text.split(b"\n")
+    if text.endswith(b"\n"):
+        lines.pop()
+    if lines and b"\r" not in text and min(lines)[:1] > bytes([_SPACE]):
+        return lines, 0
+    texts = [line.rstrip(b"\r") for line in lines]
+    kept = [text for text in texts if text.strip()]
+    return kept, len(texts) - len(kept)
 
 
 def _prediction_lines(echoes: list[bytes], predictions: list[Any]) -> bytes:

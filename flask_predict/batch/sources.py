@@ -98,6 +98,12 @@ class Source:
     def size(self) -> int | None:
         return self.opener.size(self.path)
 
+    @property
+    def local(self) -> bool:
+        """Whether *path* is a file on this machine, read by :class:`LocalFiles` itself (a
+        subclass may read it otherwise), so that a worker may read a byte range of it."""
+        return type(self.opener) is LocalFiles
+
 
 def expand(patterns: list[str], format: str | None = None) -> list[Source]:
     """The input files of *patterns*, in order, each with its format (*format*, else its

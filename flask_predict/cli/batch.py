@@ -62,6 +62,7 @@ def run(args: argparse.Namespace) -> batch.Summary:
                                   args.excluded_fields)
     sources = batch.expand(args.input, args.format)
     batch.output.OutputFile(args.output)  # an output that cannot be is refused before loading
+    runtime.passive_waits()  # the job parses and prints between two predictions
     forked = args.processes > 1
     if forked:  # no native pool may start before the fork (each worker sizes its own)
         runtime.limit_threads(1)

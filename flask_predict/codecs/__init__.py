@@ -2,7 +2,7 @@
 response bodies. One module per concern:
 
 * :mod:`.parsing` - JSON text to Python values (orjson, simplejson, simdjson accelerators),
-  nesting depth;
+  nesting depth; :mod:`.lines` - JSON lines of numbers to one matrix (a batch job's chunk);
 * :mod:`.printing` - Python values and arrays to JSON text; :mod:`.tfnumbers` - TF Serving's
   number writer (its own subpackage: only the TF Serving protocol prints that way);
 * :mod:`.preview` - bounded previews of values for error messages;
@@ -27,6 +27,7 @@ from .dtypes import (FLOAT32, FLOAT64, FLOATS, INT64_MAX, INT64_MIN, NUMPY_TO_V2
                      datatype_of)
 from .examples import examples_to_columns, examples_to_rows
 from .explanations import explanation_rows
+from .lines import number_lines
 from .parsing import check_depth, loads, loads_v2_infer, number_matrix
 from .predictions import (predictions_to_outputs, predictions_to_tensor, tensors_to_instances,
                           tensors_to_rows)
@@ -37,7 +38,7 @@ from .tfnumbers import dumps_tfserving
 
 __all__ = [
     # JSON in
-    "check_depth", "loads", "loads_v2_infer", "number_matrix",
+    "check_depth", "loads", "loads_v2_infer", "number_lines", "number_matrix",
     # JSON out
     "dumps", "dumps_strict", "dumps_tfserving", "explanation_rows", "preview",
     # values <-> arrays, and their datatypes

@@ -156,6 +156,10 @@ def test_outputs_in_the_store(bucket: Bucket, iris: tuple[Path, Any], files: Pat
                       bucket.uri("out/day-1/predictions.jsonl"))
     assert status == 0, err
     assert bucket.get("out/day-1/predictions.jsonl") == local.read_bytes()
+    status, err = run(capsys, model, "--input", str(files), "--output",
+                      bucket.uri("out/day-1/pooled.jsonl"), "--processes", "2")
+    assert status == 0, err  # the workers' parts kept in a temporary folder, then gone
+    assert bucket.get("out/day-1/pooled.jsonl") == local.read_bytes()
     (tmp_path / "broken.parquet").write_text("not parquet\n")
     status, err = run(capsys, model, "--input", str(files / "a.jsonl"), "--input",
                       str(tmp_path / "broken.parquet"), "--output", bucket.uri("out/cut.jsonl"))

@@ -202,33 +202,39 @@ class Slow:
 """
 
 
+@pytest.mark.parametrize("processes", ["1", "2"])
 @pytest.mark.parametrize("how", [signal.SIGINT, signal.SIGKILL], ids=["interrupted", "killed"])
-def test_a_job_stopped_then_run_again(tmp_path: Path, how: signal.Signals) -> None:
-    """A stopped job leaves nothing under the output's name; run again, it writes it whole."""
+def test_a_job_stopped_then_run_again(tmp_path: Path, how: signal.Signals,
+                                      processes: str) -> None:
+    """A stopped job leaves nothing under the output's name; run again, it writes it whole
+    (a killed pool's parts replaced). A killed pool's workers do not outlive it."""
     model = tmp_path / "slow"
     model.mkdir()
     (model / "predictor.py").write_text(SLOW_ROUTINE)
     rows = [[i, 1] for i in range(400)]
     (tmp_path / "in.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows))
     out = tmp_path / "out.jsonl"
-    partial = tmp_path / ".out.jsonl.partial"
+    partial, parts = tmp_path / ".out.jsonl.partial", tmp_path / ".out.jsonl.parts"
     argv = [str(Path(sys.executable).with_name("flask-predict")), "batch", str(model), "--input",
-            str(tmp_path / "in.jsonl"), "--output", str(out), "--chunk-size", "1"]
+            str(tmp_path / "in.jsonl"), "--output", str(out), "--processes", processes,
+            "--chunk-size", "1"]
+    written = partial if processes == "1" else parts / "000000000"
     with subprocess.Popen(argv, stderr=subprocess.PIPE, text=True) as job:
         try:
             for _ in range(600):  # until it has written a chunk
-                if partial.exists() and partial.stat().st_size > 0:
+                if written.exists() and written.stat().st_size > 0:
                     break
                 time.sleep(0.1)
-            assert partial.exists() and job.poll() is None
+            assert written.stat().st_size > 0 and job.poll() is None
             job.send_signal(how)
             job.wait(timeout=60)
         finally:
             job.kill()
-            job.communicate()
+            job.communicate(timeout=60)  # a killed pool's workers end too: stderr closes
     assert job.returncode != 0 and not out.exists()
     assert partial.exists() == (how == signal.SIGKILL)  # an interrupted job cleans up
+    assert parts.exists() == (how == signal.SIGKILL and processes == "2")
     again = subprocess.run(argv[:-2], capture_output=True, text=True, timeout=120)
     assert again.returncode == 0, again.stderr
     assert [line["prediction"] for line in read_lines(out)] == [i + 1 for i in range(400)]
-    assert not partial.exists()
+    assert not partial.exists() and not parts.exists()

@@ -44,6 +44,15 @@ def test_pools_loaded_before_and_after_are_limited() -> None:
     assert pools and all(threads == 1 for _, threads in pools), pools
 
 
+def test_passive_waits_keeps_a_policy_already_set(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv("OMP_WAIT_POLICY", raising=False)
+    runtime.passive_waits()
+    assert os.environ["OMP_WAIT_POLICY"] == "PASSIVE"
+    monkeypatch.setenv("OMP_WAIT_POLICY", "ACTIVE")
+    runtime.passive_waits()
+    assert os.environ["OMP_WAIT_POLICY"] == "ACTIVE"
+
+
 # --- GPU placement: one owner (runtime), decided before any framework loads -------------------
 
 def test_predict_gpus_spread_workers() -> None:
