@@ -96,6 +96,10 @@ class FailedPrecondition(PredictError):
     code = Code.FAILED_PRECONDITION
 
 
+class CannotExplain(FailedPrecondition):
+    """The model does not explain its predictions, whatever the instances (HTTP 400)."""
+
+
 class PayloadTooLarge(PredictError):
     """The request body is over the configured size limit (HTTP 413)."""
 

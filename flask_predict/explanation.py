@@ -14,7 +14,7 @@ from typing import Any, Sequence
 
 import numpy as np
 
-from .errors import FailedPrecondition, PredictorFailed
+from .errors import CannotExplain, PredictorFailed
 from .types import Tensor
 
 EXPLAINED_BY = ("XGBoost, LightGBM and CatBoost models (their own SHAP values), linear "
@@ -122,7 +122,7 @@ def checked(explanation: Any, rows: int, model: str) -> Explanation:
     return explanation
 
 
-def cannot_explain(what: str) -> FailedPrecondition:
+def cannot_explain(what: str) -> CannotExplain:
     """The refusal (400) of a model that cannot explain: *what* it is, and what can."""
-    return FailedPrecondition(f"{what} cannot explain its predictions: explanations are "
+    return CannotExplain(f"{what} cannot explain its predictions: explanations are "
                               f"served for {EXPLAINED_BY}")

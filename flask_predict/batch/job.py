@@ -25,7 +25,7 @@ from multiprocessing.synchronize import Event
 from typing import IO, Any, Iterable, Iterator, Mapping, Union
 
 from ..api import Model
-from ..errors import ConfigError
+from ..errors import CannotExplain, ConfigError
 from .instances import InstanceConfig
 from .output import OutputFile
 from .progress import Progress, Summary
@@ -50,20 +50,22 @@ _worker: dict[str, Any] = {}
 
 
 def run(model: Model, sources: list[Source], output: str, *, processes: int = 1,
-        chunk_size: int = 1000, config: InstanceConfig = AS_READ,
+        chunk_size: int = 1000, config: InstanceConfig = AS_READ, explain: bool = False,
         parameters: Mapping[str, Any] | None = None, stream: IO[str] | None = None) -> Summary:
     """Predict every instance of *sources* with *model* into the file *output*.
 
     :param config: how each record becomes its instance (Vertex AI's ``instanceConfig``:
         an instance type, a key field, fields included or excluded; see :mod:`.instances`).
+    :param explain: each output line with its prediction's explanation (Vertex AI's
+        ``generateExplanation``), as :meth:`Model.explain_instances` answers it.
     :param processes: scoring processes; above one, *model* should have been loaded with
         ``warm=False`` (each worker warms its copy up) and this process should not have
         predicted with it (a native thread pool started before a fork hangs the child).
     :param parameters: the predict request's other keys, for every chunk.
     :param stream: where progress shows, when it is a terminal.
     :raises ConfigError: an input cannot be read in its format, *config* names fields of
-        binary records (TFRecord, a file list), which have none, or a remote *output*
-        cannot be written.
+        binary records (TFRecord, a file list), which have none, a remote *output* cannot be
+        written, or *explain* and the model does not explain (no output is written).
     :raises ValueError: *output* is in no store a job writes to.
     """
     if config.names_fields and any(source.format in BINARY_FORMATS for source in sources):
@@ -74,23 +76,26 @@ def run(model: Model, sources: list[Source], output: str, *, processes: int = 1,
     total = None if None in sizes else sum(size or 0 for size in sizes)
     progress = Progress(Summary(output), stream, total)
     request = dict(parameters or {})
-    settings = (chunk_size, config, request)
-    with OutputFile(output) as out:
-        if processes <= 1:
-            for piece in pieces(sources):
-                for chunk in _chunks(piece, chunk_size, config):
-                    scored = score(model, chunk, request, config)
-                    out.write(scored.lines)
+    settings = (chunk_size, config, request, explain)
+    try:
+        with OutputFile(output) as out:
+            if processes <= 1:
+                for piece in pieces(sources):
+                    for chunk in _chunks(piece, chunk_size, config):
+                        scored = score(model, chunk, request, config, explain)
+                        out.write(scored.lines)
+                        progress.add(scored.predictions, scored.errors, scored.blank,
+                                     scored.read_bytes)
+            else:
+                for scored, part in _pooled(model, pieces(sources), out, processes, settings):
+                    if part is None:
+                        out.write(scored.lines)
+                    else:
+                        out.append(part)
                     progress.add(scored.predictions, scored.errors, scored.blank,
                                  scored.read_bytes)
-        else:
-            for scored, part in _pooled(model, pieces(sources), out, processes, settings):
-                if part is None:
-                    out.write(scored.lines)
-                else:
-                    out.append(part)
-                progress.add(scored.predictions, scored.errors, scored.blank,
-                             scored.read_bytes)
+    except CannotExplain as exc:
+        raise ConfigError(f"--explain: {exc.message}") from None
     return progress.done()
 
 
@@ -112,8 +117,9 @@ def _chunks(piece: Piece, chunk_size: int, config: InstanceConfig) -> Iterator[C
     return chunks(piece, chunk_size, config.table_type())
 
 
-_Settings = tuple[int, InstanceConfig, dict[str, Any]]
-"""The chunk size, how records become instances and the request's other keys."""
+_Settings = tuple[int, InstanceConfig, dict[str, Any], bool]
+"""The chunk size, how records become instances, the request's other keys and whether each
+prediction is explained."""
 
 
 def _pooled(model: Model, work: Iterable[Piece], out: OutputFile, processes: int,
@@ -174,20 +180,20 @@ def _end_with(parent: int) -> None:
 
 
 def _score_chunk(chunk: Chunk) -> Scored:
-    _, config, parameters = _worker["settings"]
-    return score(_worker["model"], chunk, parameters, config)
+    _, config, parameters, explain = _worker["settings"]
+    return score(_worker["model"], chunk, parameters, config, explain)
 
 
 def _score_range(part: Range, path: str) -> Scored:
     """Score the byte range *part* into the file *path*; the counts, no lines. A job that
     failed or was interrupted stops it between two chunks (the part is then dropped)."""
-    chunk_size, config, parameters = _worker["settings"]
+    chunk_size, config, parameters, explain = _worker["settings"]
     total = Scored(b"", 0, 0, 0, 0)
     with open(path, "wb") as file:
         for chunk in range_chunks(part, chunk_size):
             if _worker["stop"].is_set():
                 break
-            scored = score(_worker["model"], chunk, parameters, config)
+            scored = score(_worker["model"], chunk, parameters, config, explain)
             file.write(scored.lines)
             total.predictions += scored.predictions
             total.errors += scored.errors

@@ -23,7 +23,7 @@ import orjson
 
 from .. import codecs
 from ..api import Model
-from ..errors import HTTP_STATUS, InvalidInput, PredictError, PredictorFailed
+from ..errors import HTTP_STATUS, CannotExplain, InvalidInput, PredictError, PredictorFailed
 from ..types import Tensor
 from .instances import InstanceConfig
 from .reading import Chunk, Unreadable, line_ends
@@ -49,13 +49,17 @@ instance, and the error that answers it instead (then the instance is not predic
 
 
 def score(model: Model, chunk: Chunk, parameters: Mapping[str, Any],
-          config: InstanceConfig = AS_READ) -> Scored:
+          config: InstanceConfig = AS_READ, explain: bool = False) -> Scored:
     """Predict *chunk* with *model* (*parameters*: the predict request's other keys;
-    *config*: how each record becomes its instance)."""
+    *config*: how each record becomes its instance; *explain*: each prediction with its
+    explanation, as Vertex AI's batch prediction writes them with ``generateExplanation``).
+
+    :raises CannotExplain: *explain*, and the model does not explain.
+    """
     items, blank = chunk.items, chunk.blank
     if chunk.json_lines:
         assert chunk.ends is not None
-        if not (parameters or config.shapes_records or model.takes_instances):
+        if not (parameters or config.shapes_records or explain or model.takes_instances):
             lines = _matrix_lines(model, chunk.text, chunk.ends)
             if lines is not None:
                 return Scored(lines, len(chunk.ends), 0, chunk.blank, chunk.read_bytes)
@@ -65,13 +69,13 @@ def score(model: Model, chunk: Chunk, parameters: Mapping[str, Any],
         records = _shaped(items, chunk.json_lines, config)
     else:
         parsed = _json_values(items) if chunk.json_lines else None
-        if parsed is not None:  # every line is JSON: printed at once when all are predicted
+        if parsed is not None and not explain:  # every line is JSON: printed at once when all are predicted
             outcomes = predict_each(model, parsed, parameters)
             if all(ok for ok, _ in outcomes):
                 lines = _prediction_lines(items, [value for _, value in outcomes])
                 return Scored(lines, len(parsed), 0, blank, chunk.read_bytes)
         records = _as_read(items, chunk.json_lines, parsed)
-    return _answered(model, records, parameters, blank, chunk.read_bytes)
+    return _answered(model, records, parameters, blank, chunk.read_bytes, explain)
 
 
 def _as_read(items: list[Any], json_lines: bool, parsed: list[Any] | None) -> list[Record]:
@@ -119,21 +123,25 @@ def _shaped(items: list[Any], json_lines: bool, config: InstanceConfig) -> list[
 
 
 def _answered(model: Model, records: list[Record], parameters: Mapping[str, Any],
-              blank: int, read_bytes: int) -> Scored:
-    """The output lines of *records*: those without an error predicted together, every
-    outcome printed after its label."""
+              blank: int, read_bytes: int, explain: bool = False) -> Scored:
+    """The output lines of *records*: those without an error predicted (and *explain*:
+    explained) together, every outcome printed after its label."""
     outcomes: list[tuple[bool, Any] | None] = [
         None if error is None else (False, error_body(error)) for _, _, error in records]
     wanted = [index for index, outcome in enumerate(outcomes) if outcome is None]
     instances = [records[index][1] for index in wanted]
-    for index, predicted in zip(wanted, predict_each(model, instances, parameters)):
+    for index, predicted in zip(wanted, predict_each(model, instances, parameters, explain)):
         outcomes[index] = predicted
     parts: list[bytes] = []
     errors = 0
     for (label, _, _), outcome in zip(records, outcomes):
         assert outcome is not None
         ok, value = outcome
-        if ok:
+        if ok and explain:
+            prediction, explanation = value
+            parts.append(b"{" + label + b',"prediction":' + printed(prediction)
+                         + b',"explanation":' + printed(explanation) + b"}\n")
+        elif ok:
             parts.append(b"{" + label + b',"prediction":' + printed(value) + b"}\n")
         else:
             errors += 1
@@ -221,24 +229,37 @@ def _json_line(text: bytes) -> tuple[bytes, Any, PredictError | None]:
             f"the line is not JSON: {exc.message}")
 
 
-def predict_each(model: Model, instances: list[Any], parameters: Mapping[str, Any]
-                 ) -> list[tuple[bool, Any]]:
+def predict_each(model: Model, instances: list[Any], parameters: Mapping[str, Any],
+                 explain: bool = False) -> list[tuple[bool, Any]]:
     """One outcome per instance: the whole list at once, else its halves, down to the
-    instances that fail alone."""
+    instances that fail alone. With *explain*, each prediction with its explanation (a
+    pair), from Vertex AI's explain door.
+
+    :raises CannotExplain: *explain*, and the model does not explain (whatever the
+        instances: there is nothing to split).
+    """
     if not instances:
         return []
     try:
-        predictions = model.predict_instances(instances, **parameters)
-        if len(predictions) != len(instances):
-            raise PredictorFailed(f"model {model.name!r} returned {len(predictions)} "
-                                  f"predictions for {len(instances)} instances")
-        return [(True, prediction) for prediction in predictions]
+        if explain:
+            predictions, explanations = model.explain_instances(instances, **parameters)
+            results: list[Any] = list(zip(predictions, explanations))
+            given = min(len(predictions), len(explanations))
+        else:
+            results = model.predict_instances(instances, **parameters)
+            given = len(results)
+        if given != len(instances):
+            raise PredictorFailed(f"model {model.name!r} returned {given} predictions for "
+                                  f"{len(instances)} instances")
+        return [(True, result) for result in results]
+    except CannotExplain:
+        raise
     except PredictError as exc:
         if len(instances) == 1:
             return [(False, error_body(exc))]
     middle = len(instances) // 2
-    return (predict_each(model, instances[:middle], parameters)
-            + predict_each(model, instances[middle:], parameters))
+    return (predict_each(model, instances[:middle], parameters, explain)
+            + predict_each(model, instances[middle:], parameters, explain))
 
 
 def error_body(error: PredictError) -> dict[str, Any]:

@@ -36,6 +36,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help="send only these fields (in this order, as an array)")
     parser.add_argument("--excluded-fields", type=_names, default=(), metavar="A,B,...",
                         help="send every field but these")
+    parser.add_argument("--explain", action="store_true",
+                        help="write each prediction's explanation beside it (Vertex AI's "
+                             "generateExplanation)")
     parser.add_argument("--parameters", metavar="JSON",
                         help="the predict request's other keys, as a JSON object (e.g. "
                              '\'{"signature_name": "scores"}\')')
@@ -69,7 +72,8 @@ def run(args: argparse.Namespace) -> batch.Summary:
     with Model.load(args.model_dir, predictor=args.predictor,
                     options=parse_options(args.option), warm=not forked) as model:
         return batch.run(model, sources, args.output, processes=args.processes,
-                         chunk_size=args.chunk_size, config=config, parameters=parameters,
+                         chunk_size=args.chunk_size, config=config, explain=args.explain,
+                         parameters=parameters,
                          stream=sys.stderr)
 
 

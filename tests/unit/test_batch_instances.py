@@ -266,3 +266,62 @@ def test_serialized_examples_into_a_saved_model(tmp_path: Path,
     assert [line["prediction"] for line in written] == pytest.approx(own, rel=1e-6)
     assert [line["instance"]["b64"] for line in written] == [
         base64.b64encode(record).decode() for record in records]
+
+
+def test_explanations_beside_the_predictions(models: tuple[Path, Any, Any], tmp_path: Path,
+                                             capsys: pytest.CaptureFixture[str]) -> None:
+    """``--explain`` (Vertex AI's ``generateExplanation``): each line's prediction with its
+    explanation, what the Python API's ``explain_instances`` (the explain route's answer)
+    gives for the same instances; a bad line gets its error alone; with a key field too."""
+    from flask_predict.api import Model
+
+    root = models[0]
+    records = [{"id": n, **row} for n, row in enumerate(PEOPLE_ROWS)]
+    lines = [json.dumps(record) for record in records]
+    lines.insert(1, json.dumps({"id": 99, "age": "old"}))
+    (tmp_path / "in.jsonl").write_text("\n".join(lines) + "\n")
+    with Model.load(root / "people") as model:
+        predictions, explanations = model.explain_instances(
+            [{k: v for k, v in record.items() if k != "id"} for record in records])
+    for processes in ("1", "2"):
+        out = tmp_path / f"out{processes}.jsonl"
+        status, err = run(capsys, str(root / "people"), "--input", str(tmp_path / "in.jsonl"),
+                          "--output", str(out), "--explain", "--key-field", "id",
+                          "--processes", processes, "--chunk-size", "2")
+        assert status == 0, err
+        written = read_lines(out)
+        good = [written[0], *written[2:]]
+        assert [line["key"] for line in good] == [record["id"] for record in records]
+        assert [line["prediction"] for line in good] == predictions
+        assert close([line["explanation"] for line in good], explanations)
+        assert written[1]["key"] == 99 and written[1]["error"]["code"] == 400
+    assert close(read_lines(tmp_path / "out2.jsonl"), read_lines(tmp_path / "out1.jsonl"))
+
+
+def close(got: Any, want: Any) -> bool:
+    """*got* equals *want*, floats to 9 significant digits (a chunk of another size may sum
+    a row's attributions in another order: the last bits move, and an exact attribution's
+    gap reads 0 or 2e-16)."""
+    if isinstance(want, dict):
+        return isinstance(got, dict) and got.keys() == want.keys() and all(
+            close(got[key], want[key]) for key in want)
+    if isinstance(want, list):
+        return isinstance(got, list) and len(got) == len(want) and all(
+            close(a, b) for a, b in zip(got, want))
+    if isinstance(want, float):
+        return got == pytest.approx(want, rel=1e-9, abs=1e-12)
+    return bool(got == want)
+
+
+def test_explain_with_a_model_that_cannot(sizes_model: Path, tmp_path: Path,
+                                          capsys: pytest.CaptureFixture[str]) -> None:
+    """A model that does not explain stops the job at once, one line, no output."""
+    (tmp_path / "in.jsonl").write_text("".join(
+        json.dumps({"b64": base64.b64encode(r).decode()}) + "\n" for r in RECORDS * 50))
+    for processes in ("1", "2"):
+        status, err = run(capsys, str(sizes_model), "--input", str(tmp_path / "in.jsonl"),
+                          "--output", str(tmp_path / "out.jsonl"), "--explain",
+                          "--processes", processes)
+        assert status == 1 and err.count("\n") == 1, err
+        assert "--explain: " in err and "cannot explain its predictions" in err, err
+        assert sorted(p.name for p in tmp_path.iterdir()) == ["in.jsonl"]
