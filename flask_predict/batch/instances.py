@@ -21,6 +21,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
+from .. import codecs
 from ..errors import InvalidInput
 from .reading import ARRAY, OBJECT
 
@@ -49,8 +50,7 @@ class InstanceConfig:
     @property
     def shapes_records(self) -> bool:
         """Whether records are reshaped at all (otherwise each goes to the model as read)."""
-        return bool(self.instance_type is not None or self.key_field is not None
-                    or self.included_fields or self.excluded_fields)
+        return self.instance_type is not None or self.names_fields
 
     @property
     def names_fields(self) -> bool:
@@ -80,7 +80,7 @@ class InstanceConfig:
         if not isinstance(record, dict):
             if self.names_fields or self.instance_type == OBJECT:
                 raise InvalidInput(f"the record must be a JSON object to {self._why()}, "
-                                   f"not {_kind(record)}")
+                                   f"not {codecs.json_kind(record)}")
             return record
         if self.key_field is not None and self.key_field not in record:
             raise InvalidInput(f"the record has no key field {self.key_field!r}")
@@ -110,14 +110,3 @@ class InstanceConfig:
             return "pick its fields"
         return "be sent as an object"
 
-
-def _kind(value: Any) -> str:
-    if isinstance(value, list):
-        return "an array"
-    if isinstance(value, str):
-        return "a string"
-    if value is None:
-        return "null"
-    if isinstance(value, bool):
-        return "a boolean"
-    return "a number" if isinstance(value, (int, float)) else type(value).__name__

@@ -31,7 +31,7 @@ from .lines import number_lines
 from .parsing import check_depth, loads, loads_v2_infer, number_matrix
 from .predictions import (predictions_to_outputs, predictions_to_tensor, tensors_to_instances,
                           tensors_to_rows)
-from .preview import preview
+from .preview import json_kind, preview
 from .printing import dumps, dumps_strict
 from .rows import columns_to_tensors, matrix_to_tensors, rows_to_tensors
 from .tfnumbers import dumps_tfserving
@@ -40,7 +40,7 @@ __all__ = [
     # JSON in
     "check_depth", "loads", "loads_v2_infer", "number_lines", "number_matrix",
     # JSON out
-    "dumps", "dumps_strict", "dumps_tfserving", "explanation_rows", "preview",
+    "dumps", "dumps_strict", "dumps_tfserving", "explanation_rows", "json_kind", "preview",
     # values <-> arrays, and their datatypes
     "FLOAT32", "FLOAT64", "FLOATS", "INT64_MAX", "INT64_MIN", "NUMPY_TO_V2", "V2_TO_NUMPY",
     "as_bytes", "b64_decode", "check_shape", "datatype_of", "has_booleans", "json_value",

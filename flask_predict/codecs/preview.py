@@ -61,3 +61,9 @@ def _scalar_json(value: Any, room: int) -> str:
             :max(room, 0) + 1]
     except TypeError:
         return repr(value)[:max(room, 0) + 1]
+
+
+def json_kind(value: Any) -> str:
+    """What a decoded JSON value is, for messages: "an array", "a string", ..."""
+    return {list: "an array", str: "a string", bool: "a boolean", type(None): "null",
+            dict: "an object"}.get(type(value), "a number")

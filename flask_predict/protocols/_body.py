@@ -32,8 +32,3 @@ def number_matrix(body: bytes, key: str, limits: Limits) -> Tensor | None:
         return None
     return codecs.number_matrix(body, key)
 
-
-def json_kind(value: Any) -> str:
-    """What a decoded JSON value is, for messages: "an array", "a string", ..."""
-    return {list: "an array", str: "a string", bool: "a boolean", type(None): "null"}.get(
-        type(value), "a number")

@@ -12,7 +12,7 @@ from ...core import limits
 from ...core.state import PredictState
 from ...errors import InvalidInput, PredictorFailed
 from ...models.served import LoadedVersion
-from .._body import json_kind, number_matrix, parse_json
+from .._body import number_matrix, parse_json
 
 Decoder = Callable[[Any], tuple[list[Any], dict[str, Any]]]
 """Splits a parsed body into the instances and the predictor's keyword arguments."""
@@ -42,7 +42,7 @@ def decode_vertex(body: Any) -> tuple[list[Any], dict[str, Any]]:
     JSON-to-proto parser refuses; ``parameters`` is the keyword ``parameters``."""
     if not isinstance(body, dict):
         raise InvalidInput("Invalid JSON payload received. Expected an object, got "
-                           f"{json_kind(body)}.")
+                           f"{codecs.json_kind(body)}.")
     for key in body:
         if key not in ("instances", "parameters"):
             raise InvalidInput(f'Invalid JSON payload received. Unknown name "{key[:100]}": '
@@ -53,7 +53,7 @@ def decode_vertex(body: Any) -> tuple[list[Any], dict[str, Any]]:
                            "field is not set.\t")
     if not isinstance(instances, list):
         raise InvalidInput("Invalid value at 'instances': expected a list of instances, got "
-                           f"{json_kind(instances)}.")
+                           f"{codecs.json_kind(instances)}.")
     return instances, {"parameters": body["parameters"]} if "parameters" in body else {}
 
 
