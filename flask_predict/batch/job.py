@@ -8,7 +8,9 @@ the model loaded: each worker uses the copy it inherited, the one model copy of 
 set up for its own process (:meth:`Model.after_fork`). A worker given a byte range reads it
 and writes its lines to a part file, which this process appends to the output in input
 order by the kernel's copy, so the lines of local JSON lines never pass through this
-process; the chunks of the other inputs are read here and their lines sent back. At most
+process; the chunks of the other inputs are read here and their lines sent back. One
+process puts a second core to work where that pays: it overlaps a model's predictions with
+the parsing, or else writes the output beside the scoring (:mod:`.overlap`). At most
 two pieces per worker are in flight, so memory and the parts on disk stay flat whatever the
 input's size.
 """
@@ -28,6 +30,7 @@ from ..api import Model
 from ..errors import CannotExplain, ConfigError
 from .instances import InstanceConfig
 from .output import OutputFile
+from .overlap import InOrder
 from .progress import Progress, Summary
 from .ranges import Range, ranges
 from .reading import Chunk, chunks, range_chunks
@@ -80,12 +83,13 @@ def run(model: Model, sources: list[Source], output: str, *, processes: int = 1,
     try:
         with OutputFile(output) as out:
             if processes <= 1:
-                for piece in pieces(sources):
-                    for chunk in _chunks(piece, chunk_size, config):
-                        scored = score(model, chunk, request, config, explain)
-                        out.write(scored.lines)
-                        progress.add(scored.predictions, scored.errors, scored.blank,
-                                     scored.read_bytes)
+                every_chunk = (chunk for piece in pieces(sources)
+                               for chunk in _chunks(piece, chunk_size, config))
+                scoring = InOrder(model, request, config, explain)
+                for scored in scoring.scored(every_chunk):
+                    out.write(scored.lines, behind=scoring.core_to_spare)
+                    progress.add(scored.predictions, scored.errors, scored.blank,
+                                 scored.read_bytes)
             else:
                 for scored, part in _pooled(model, pieces(sources), out, processes, settings):
                     if part is None:

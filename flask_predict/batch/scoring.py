@@ -56,13 +56,19 @@ def score(model: Model, chunk: Chunk, parameters: Mapping[str, Any],
 
     :raises CannotExplain: *explain*, and the model does not explain.
     """
+    numbers = numbers_of(model, chunk, parameters, config, explain)
+    if numbers is not None:
+        scored = numbers.scored(predicted(model, numbers.matrix))
+        if scored is not None:
+            return scored
+    return score_records(model, chunk, parameters, config, explain)
+
+
+def score_records(model: Model, chunk: Chunk, parameters: Mapping[str, Any],
+                  config: InstanceConfig = AS_READ, explain: bool = False) -> Scored:
+    """:func:`score` without the matrix door: each record as its own value."""
     items, blank = chunk.items, chunk.blank
     if chunk.json_lines:
-        assert chunk.ends is not None
-        if not (parameters or config.shapes_records or explain or model.takes_instances):
-            lines = _matrix_lines(model, chunk.text, chunk.ends)
-            if lines is not None:
-                return Scored(lines, len(chunk.ends), 0, chunk.blank, chunk.read_bytes)
         items, blank_lines = _line_texts(chunk.text)
         blank += blank_lines
     if config.shapes_records:
@@ -76,6 +82,56 @@ def score(model: Model, chunk: Chunk, parameters: Mapping[str, Any],
                 return Scored(lines, len(parsed), 0, blank, chunk.read_bytes)
         records = _as_read(items, chunk.json_lines, parsed)
     return _answered(model, records, parameters, blank, chunk.read_bytes, explain)
+
+
+@dataclass
+class Numbers:
+    """A chunk of JSON lines that are each a flat array of numbers, parsed into one float64
+    matrix for the matrix door (:func:`numbers_of`)."""
+
+    chunk: Chunk
+    text: bytes
+    """The chunk's text, with ``\n`` line ends."""
+    ends: Tensor
+    matrix: Tensor
+
+    def scored(self, predictions: Any | None) -> Scored | None:
+        """The chunk's output lines for the matrix door's *predictions*; ``None`` when there
+        are none (the door refused or failed: the caller then scores its records)."""
+        if predictions is None or len(predictions) != len(self.ends):
+            return None
+        echoes = self.text.split(b"\n")
+        if self.text.endswith(b"\n"):
+            echoes.pop()
+        return Scored(_prediction_lines(echoes, predictions), len(self.ends), 0,
+                      self.chunk.blank, self.chunk.read_bytes)
+
+
+def numbers_of(model: Model, chunk: Chunk, parameters: Mapping[str, Any],
+               config: InstanceConfig = AS_READ, explain: bool = False) -> Numbers | None:
+    """*chunk* parsed for the matrix door, when its lines are each one flat JSON array of
+    numbers and nothing asks for the instances door (the request's other keys, an instance
+    config, explanations, a model that takes instances); ``None`` otherwise."""
+    if (not chunk.json_lines or parameters or config.shapes_records or explain
+            or model.takes_instances):
+        return None
+    assert chunk.ends is not None
+    text, ends = chunk.text, chunk.ends
+    if b"\r" in text:  # CRLF line ends: the lines as they read without them
+        text = text.replace(b"\r\n", b"\n")
+        ends = line_ends(text)
+    matrix = codecs.number_lines(text, ends)
+    return None if matrix is None else Numbers(chunk, text, ends, matrix)
+
+
+def predicted(model: Model, matrix: Tensor) -> Any | None:
+    """*matrix*'s predictions through the door the server's predict routes take for a body
+    of numbers; ``None`` when the model refuses or fails (the instances door then answers
+    each line)."""
+    try:
+        return model.predict_matrix(matrix)
+    except PredictError:
+        return None
 
 
 def _as_read(items: list[Any], json_lines: bool, parsed: list[Any] | None) -> list[Record]:
@@ -147,30 +203,6 @@ def _answered(model: Model, records: list[Record], parameters: Mapping[str, Any]
             errors += 1
             parts.append(b"{" + label + b',"error":' + printed(value) + b"}\n")
     return Scored(b"".join(parts), len(records) - errors, errors, blank, read_bytes)
-
-
-def _matrix_lines(model: Model, text: bytes, ends: Tensor) -> bytes | None:
-    """The output lines of the JSON lines *text* (each ending at its index in *ends*)
-    through the model's matrix door, when every line is one flat JSON array of numbers and
-    the model takes them so; ``None`` otherwise, and when the model refuses or fails (the
-    instances door then answers each line)."""
-    if b"\r" in text:  # CRLF line ends: the lines as they read without them
-        text = text.replace(b"\r\n", b"\n")
-        ends = line_ends(text)
-    matrix = codecs.number_lines(text, ends)
-    if matrix is None:
-        return None
-    try:
-        # the door the server's predict routes take for a body of numbers
-        predictions = model.predict_matrix(matrix)
-    except PredictError:
-        return None
-    if predictions is None or len(predictions) != len(ends):
-        return None
-    echoes = text.split(b"\n")
-    if text.endswith(b"\n"):
-        echoes.pop()
-    return _prediction_lines(echoes, predictions)
 
 
 _SPACE = ord(" ")
