@@ -100,11 +100,13 @@ class Numbers:
         are none (the door refused or failed: the caller then scores its records)."""
         if predictions is None or len(predictions) != len(self.ends):
             return None
-        echoes = self.text.split(b"\n")
-        if self.text.endswith(b"\n"):
-            echoes.pop()
-        return Scored(_prediction_lines(echoes, predictions), len(self.ends), 0,
-                      self.chunk.blank, self.chunk.read_bytes)
+        lines = _text_prediction_lines(self.text, len(self.ends), predictions)
+        if lines is None:
+            echoes = self.text.split(b"\n")
+            if self.text.endswith(b"\n"):
+                echoes.pop()
+            lines = _prediction_lines(echoes, predictions)
+        return Scored(lines, len(self.ends), 0, self.chunk.blank, self.chunk.read_bytes)
 
 
 def numbers_of(model: Model, chunk: Chunk, parameters: Mapping[str, Any],
@@ -228,16 +230,44 @@ def _prediction_lines(echoes: list[bytes], predictions: list[Any]) -> bytes:
     """``{"instance": <echo>, "prediction": <printed>}`` for each pair, as one piece: a
     list of plain numbers is printed in one call and joined at C speed, any other list one
     prediction at a time (:func:`printed`)."""
-    try:
-        text = orjson.dumps(predictions, option=orjson.OPT_SERIALIZE_NUMPY)
-    except (TypeError, ValueError, RecursionError):
-        text = b"[null]"
-    plain = not any(mark in text for mark in (b"null", b'"', b"{")) and text.count(b"[") == 1
-    values = text[1:-1].split(b",") if plain else []
-    if len(values) != len(echoes) or not echoes:
+    values = _plain_values(predictions)
+    if values is None or len(values) != len(echoes) or not echoes:
         values = [printed(value) for value in predictions]
     pairs = map(b',"prediction":'.join, zip(echoes, values))
     return b'{"instance":' + b'}\n{"instance":'.join(pairs) + b"}\n" if echoes else b""
+
+
+_ECHO = b'{"instance":'
+_AFTER_ECHO = b',"prediction":%s}\n' + _ECHO
+"""What each line end of a chunk's text becomes in :func:`_text_prediction_lines`."""
+
+
+def _text_prediction_lines(text: bytes, count: int, predictions: Any) -> bytes | None:
+    """The output lines of the *count* lines of *text* (``\n`` line ends, the last one's
+    optional; no blank line) and their *predictions*, without a piece per line: each line
+    end becomes its prediction's place in one format string, filled by one ``%``. ``None``
+    when a prediction is not a plain number, or a line holds a ``%``."""
+    values = _plain_values(predictions)
+    if values is None or len(values) != count or b"%" in text:
+        return None
+    if not text.endswith(b"\n"):
+        text += b"\n"
+    try:
+        return (_ECHO + text.replace(b"\n", _AFTER_ECHO) % tuple(values))[:-len(_ECHO)]
+    except TypeError:  # not one line end per prediction
+        return None
+
+
+def _plain_values(predictions: Any) -> list[bytes] | None:
+    """Each of *predictions* as JSON, when all are plain numbers (printed in one call and
+    split); ``None`` otherwise."""
+    try:
+        text = orjson.dumps(predictions, option=orjson.OPT_SERIALIZE_NUMPY)
+    except (TypeError, ValueError, RecursionError):
+        return None
+    if any(mark in text for mark in (b"null", b'"', b"{")) or text.count(b"[") != 1:
+        return None
+    return text[1:-1].split(b",")
 
 
 def _json_values(lines: list[bytes]) -> list[Any] | None:

@@ -238,3 +238,24 @@ def test_a_job_stopped_then_run_again(tmp_path: Path, how: signal.Signals,
     assert again.returncode == 0, again.stderr
     assert [line["prediction"] for line in read_lines(out)] == [i + 1 for i in range(400)]
     assert not partial.exists() and not parts.exists()
+
+
+@pytest.mark.parametrize("predictions", [
+    np.array([0.25, 1e-7, -3.5], dtype=np.float32), [1, 2, 3], np.array([7, 8, 9]),
+    [0.5, float("nan"), 1.0], [[0.1, 0.9], [0.2, 0.8], [0.3, 0.7]], ["a", "b", "c"],
+    [{"label": 1}, {"label": 2}, {"label": 3}]],
+    ids=["float32", "ints", "int64", "nan", "rows", "text", "objects"])
+@pytest.mark.parametrize("ending", [b"\n", b""], ids=["lf", "no-newline"])
+def test_lines_printed_in_one_pass(predictions: Any, ending: bytes) -> None:
+    """A chunk of plain rows and its predictions, printed by filling one format string:
+    the very lines of the pairs printed one by one, or ``None`` (then the pairs are) when a
+    prediction is not a plain number."""
+    from flask_predict.batch import scoring
+
+    rows = [b"[1,2.5,-3]", b"[4e-3,5,6]", b"[7,8,9]"]
+    expected = scoring._prediction_lines(rows, predictions)
+    lines = scoring._text_prediction_lines(b"\n".join(rows) + ending, 3, predictions)
+    plain = isinstance(predictions, np.ndarray) or predictions == [1, 2, 3]
+    assert lines == (expected if plain else None)
+    assert [json.loads(line) for line in expected.splitlines()][0]["instance"] == [1, 2.5, -3]
+    assert scoring._text_prediction_lines(b"\n".join(rows) + ending, 2, predictions) is None
