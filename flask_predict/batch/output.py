@@ -166,7 +166,9 @@ class OutputFile:
         machine's cache."""
         assert self._file is not None
         self._size += count
-        if self._size - self._advised >= WRITEBACK_BYTES and hasattr(os, "posix_fadvise"):
+        if self.remote or not hasattr(os, "posix_fadvise"):
+            return  # a remote output's file is read back for its upload, never synced
+        if self._size - self._advised >= WRITEBACK_BYTES:
             try:
                 os.posix_fadvise(self._file.fileno(), self._advised,
                                  self._size - self._advised, os.POSIX_FADV_DONTNEED)
