@@ -219,7 +219,10 @@ def test_a_job_stopped_then_run_again(tmp_path: Path, how: signal.Signals,
             str(tmp_path / "in.jsonl"), "--output", str(out), "--processes", processes,
             "--chunk-size", "1"]
     written = partial if processes == "1" else parts / "000000000"
-    with subprocess.Popen(argv, stderr=subprocess.PIPE, text=True) as job:
+    # SIGINT as a terminal delivers it, even where this suite runs with it ignored (a
+    # background job of a shell without job control, whose children inherit that)
+    with subprocess.Popen(argv, stderr=subprocess.PIPE, text=True,
+                          preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL)) as job:
         try:
             for _ in range(600):  # until it has written a chunk
                 if written.exists() and written.stat().st_size > 0:
