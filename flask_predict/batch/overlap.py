@@ -27,7 +27,7 @@ from typing import Any, Iterable, Iterator, Mapping
 from ..api import Model
 from .instances import InstanceConfig
 from .reading import Chunk
-from .scoring import Numbers, Scored, numbers_of, predicted, score, score_records
+from .scoring import Numbers, Scored, numbers_of, numbers_scored, predicted, score
 
 TIMED_CHUNKS = 4
 """Chunks of numbers scored in turn and timed before deciding whether to overlap."""
@@ -89,10 +89,8 @@ class InOrder:
                 yield self._finished(*pending)
 
     def _finished(self, numbers: Numbers, predictions: Future[Any]) -> Scored:
-        scored = numbers.scored(predictions.result())
-        if scored is None:  # the matrix door refused: each record through the instances door
-            scored = score_records(self.model, numbers.chunk, self.parameters, self.config)
-        return scored
+        return numbers_scored(self.model, numbers, predictions.result(), self.parameters,
+                              self.config)
 
     def _timed_scored(self, numbers: Numbers, started: float) -> Scored:
         """*numbers* scored on this thread (*started*: when its parse began), timed while
@@ -100,10 +98,8 @@ class InOrder:
         predicting = time.perf_counter()
         predictions = predicted(self.model, numbers.matrix)
         printing = time.perf_counter()
-        scored = numbers.scored(predictions)
-        if scored is None:
-            return score_records(self.model, numbers.chunk, self.parameters, self.config)
-        if self.spare_core and self._timed < TIMED_CHUNKS:
+        scored = numbers_scored(self.model, numbers, predictions, self.parameters, self.config)
+        if predictions is not None and self.spare_core and self._timed < TIMED_CHUNKS:
             self._predicting += printing - predicting
             self._total += time.perf_counter() - started
             self._timed += 1

@@ -58,9 +58,8 @@ def score(model: Model, chunk: Chunk, parameters: Mapping[str, Any],
     """
     numbers = numbers_of(model, chunk, parameters, config, explain)
     if numbers is not None:
-        scored = numbers.scored(predicted(model, numbers.matrix))
-        if scored is not None:
-            return scored
+        return numbers_scored(model, numbers, predicted(model, numbers.matrix), parameters,
+                              config)
     return score_records(model, chunk, parameters, config, explain)
 
 
@@ -124,6 +123,16 @@ def numbers_of(model: Model, chunk: Chunk, parameters: Mapping[str, Any],
         ends = line_ends(text)
     matrix = codecs.number_lines(text, ends)
     return None if matrix is None else Numbers(chunk, text, ends, matrix)
+
+
+def numbers_scored(model: Model, numbers: Numbers, predictions: Any | None,
+                   parameters: Mapping[str, Any], config: InstanceConfig = AS_READ) -> Scored:
+    """*numbers*' output lines for the matrix door's *predictions*; when there are none (the
+    door refused or failed), each of its records through the instances door."""
+    scored = numbers.scored(predictions)
+    if scored is None:
+        scored = score_records(model, numbers.chunk, parameters, config)
+    return scored
 
 
 def predicted(model: Model, matrix: Tensor) -> Any | None:
