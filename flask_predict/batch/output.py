@@ -144,7 +144,7 @@ class OutputFile:
         assert self._file is not None
         self._drain()
         with open(part, "rb", buffering=0) as source:
-            left = os.fstat(source.fileno()).st_size
+            size = left = os.fstat(source.fileno()).st_size
             try:
                 while left > 0:
                     copied = os.copy_file_range(source.fileno(), self._file.fileno(), left)
@@ -155,7 +155,7 @@ class OutputFile:
                 if exc.errno not in _NO_KERNEL_COPY:
                     raise
                 shutil.copyfileobj(source, self._file)  # from where the kernel stopped
-            self._written(os.fstat(source.fileno()).st_size)
+            self._written(size)
         os.unlink(part)
 
     def _written(self, count: int) -> None:

@@ -95,7 +95,7 @@ def line_chunks(blocks: Iterable[bytes], size: int) -> Iterator[Chunk]:
     rest, rest_ends, read = b"", np.empty(0, dtype=np.int64), 0
     for block in blocks:
         read += len(block)
-        ends = np.flatnonzero(np.frombuffer(block, dtype=np.uint8) == _NEWLINE)
+        ends = _newlines(block)
         need = size - len(rest_ends)
         if len(ends) < need:
             rest_ends = np.concatenate([rest_ends, ends + len(rest)])
@@ -119,8 +119,13 @@ def line_chunks(blocks: Iterable[bytes], size: int) -> Iterator[Chunk]:
 def line_ends(text: bytes) -> Tensor:
     """Where each line of *text* ends: its newline, or the text's end for a last line
     without one."""
-    ends = np.flatnonzero(np.frombuffer(text, dtype=np.uint8) == _NEWLINE)
+    ends = _newlines(text)
     return ends if text.endswith(b"\n") else np.append(ends, len(text))
+
+
+def _newlines(text: bytes) -> Tensor:
+    """The index of each newline of *text*, in one pass."""
+    return np.flatnonzero(np.frombuffer(text, dtype=np.uint8) == _NEWLINE)
 
 
 def _csv_rows(source: Source, size: int, instance_type: str) -> Iterator[Chunk]:
