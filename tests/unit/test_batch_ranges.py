@@ -8,6 +8,7 @@ import json
 import os
 from pathlib import Path
 
+import numpy as np
 import pytest
 
 from flask_predict import batch
@@ -51,6 +52,18 @@ def test_ranges_hold_each_line_once(tmp_path: Path, monkeypatch: pytest.MonkeyPa
     starts = {0} | {i + 1 for i, byte in enumerate(text) if byte == ord("\n")}
     offsets = [sum(map(len, pieces[:i])) for i in range(len(pieces)) if pieces[i]]
     assert set(offsets) <= starts
+
+
+def test_line_ends_are_every_newline() -> None:
+    """Newlines found 8 bytes at a time, with the byte-wise search for words holding more
+    than one, are each newline of the text, wherever it falls in its word."""
+    rng = np.random.default_rng(7)
+    for length in [*range(0, 40), 4099]:
+        for density in (0.02, 0.2, 0.6):
+            text = np.where(rng.random(length) < density, ord("\n"), ord("1")).astype(np.uint8)
+            for block in (text.tobytes(), memoryview(text.tobytes())[1:]):
+                expected = [i for i, byte in enumerate(bytes(block)) if byte == ord("\n")]
+                assert reading._newlines(block).tolist() == expected
 
 
 def test_a_pool_writes_the_bytes_one_process_writes(iris: Path, tmp_path: Path,
