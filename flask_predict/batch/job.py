@@ -33,7 +33,7 @@ from .output import OutputFile
 from .overlap import InOrder
 from .progress import Progress, Summary
 from .ranges import Range, ranges
-from .reading import Chunk, chunks, range_chunks
+from .reading import Chunk, block_buffer, chunks, range_chunks
 from .records import BINARY_FORMATS, binary_chunks
 from .scoring import AS_READ, Scored, score
 from .sources import Source
@@ -83,8 +83,9 @@ def run(model: Model, sources: list[Source], output: str, *, processes: int = 1,
     try:
         with OutputFile(output) as out:
             if processes <= 1:
+                buffer = block_buffer()  # the pieces are read one after the other
                 every_chunk = (chunk for piece in pieces(sources)
-                               for chunk in _chunks(piece, chunk_size, config))
+                               for chunk in _chunks(piece, chunk_size, config, buffer))
                 scoring = InOrder(model, request, config, explain)
                 for scored in scoring.scored(every_chunk):
                     out.write(scored.lines, behind=scoring.core_to_spare)
@@ -113,9 +114,10 @@ def pieces(sources: Iterable[Source]) -> Iterator[Piece]:
             yield source
 
 
-def _chunks(piece: Piece, chunk_size: int, config: InstanceConfig) -> Iterator[Chunk]:
+def _chunks(piece: Piece, chunk_size: int, config: InstanceConfig,
+            buffer: memoryview | None = None) -> Iterator[Chunk]:
     if isinstance(piece, Range):
-        return range_chunks(piece, chunk_size)
+        return range_chunks(piece, chunk_size, buffer)
     if piece.format in BINARY_FORMATS:
         return binary_chunks(piece, chunk_size)
     return chunks(piece, chunk_size, config.table_type())
@@ -172,7 +174,7 @@ def _start_worker(model: Model, threads: int, settings: _Settings, stop: Event) 
     threading.Thread(target=_end_with, args=(os.getppid(),), name="flask-predict-job-watch",
                      daemon=True).start()
     model.after_fork(threads)
-    _worker.update(model=model, settings=settings, stop=stop)
+    _worker.update(model=model, settings=settings, stop=stop, buffer=block_buffer())
 
 
 def _end_with(parent: int) -> None:
@@ -194,7 +196,7 @@ def _score_range(part: Range, path: str) -> Scored:
     chunk_size, config, parameters, explain = _worker["settings"]
     total = Scored(b"", 0, 0, 0, 0)
     with open(path, "wb") as file:
-        for chunk in range_chunks(part, chunk_size):
+        for chunk in range_chunks(part, chunk_size, _worker["buffer"]):
             if _worker["stop"].is_set():
                 break
             scored = score(_worker["model"], chunk, parameters, config, explain)

@@ -72,26 +72,47 @@ def chunks(source: Source, size: int, instance_type: str = ARRAY) -> Iterator[Ch
     raise ConfigError(f"unknown input format {source.format!r}")
 
 
-def range_chunks(part: Range, size: int) -> Iterator[Chunk]:
-    """The lines of one byte range of a local JSON lines file, *size* at a time."""
-    return line_chunks(range_blocks(part, BLOCK_BYTES), size)
+def range_chunks(part: Range, size: int, buffer: memoryview | None = None) -> Iterator[Chunk]:
+    """The lines of one byte range of a local JSON lines file, *size* at a time, read into
+    *buffer* (:func:`block_buffer`; a new one when not given)."""
+    return line_chunks(range_blocks(part, block_buffer() if buffer is None else buffer), size)
 
 
 BLOCK_BYTES = 1 << 22
 """JSON lines are read this many bytes at a time; their newlines are found in one pass."""
+
+
+def block_buffer() -> memoryview:
+    """A buffer that JSON lines are read into, a block at a time: one for a reader's every
+    file and range, so that the kernel maps its memory in once."""
+    return memoryview(bytearray(BLOCK_BYTES))
 
 _NEWLINE = ord("\n")
 
 
 def _json_lines(source: Source, size: int) -> Iterator[Chunk]:
     with source.open() as file:
-        yield from line_chunks(iter(lambda: file.read(BLOCK_BYTES), b""), size)
+        yield from line_chunks(_blocks(file), size)
 
 
-def line_chunks(blocks: Iterable[bytes], size: int) -> Iterator[Chunk]:
-    """The lines of *blocks* (one text read in pieces), *size* lines a chunk, each chunk
-    one piece of text; a last line without its newline ends the last chunk. Only the
-    first chunk of each block joins the lines left over from the block before."""
+def _blocks(file: IO[bytes]) -> Iterator[bytes | memoryview]:
+    """*file*'s bytes, :data:`BLOCK_BYTES` at a time, each read into the same buffer when
+    the file reads into one (as :func:`.ranges.range_blocks`: a block is good until the next
+    is asked for)."""
+    readinto = getattr(file, "readinto", None)
+    if readinto is None:  # a remote store's stream may only read
+        yield from iter(lambda: file.read(BLOCK_BYTES), b"")
+        return
+    buffer = block_buffer()
+    while count := readinto(buffer):
+        yield buffer[:count]
+
+
+def line_chunks(blocks: Iterable[bytes | memoryview], size: int) -> Iterator[Chunk]:
+    """The lines of *blocks* (one text read in pieces, each block good until the next is
+    asked for), *size* lines a chunk, each chunk one piece of text of its own; a last line
+    without its newline ends the last chunk. Only the first chunk of each block joins the
+    lines left over from the block before."""
     rest, rest_ends, read = b"", np.empty(0, dtype=np.int64), 0
     for block in blocks:
         read += len(block)
@@ -99,17 +120,17 @@ def line_chunks(blocks: Iterable[bytes], size: int) -> Iterator[Chunk]:
         need = size - len(rest_ends)
         if len(ends) < need:
             rest_ends = np.concatenate([rest_ends, ends + len(rest)])
-            rest += block
+            rest = b"".join((rest, block))
             continue
         start = int(ends[need - 1]) + 1
-        yield Chunk(text=rest + block[:start], read_bytes=read,
+        yield Chunk(text=b"".join((rest, block[:start])), read_bytes=read,
                     ends=np.concatenate([rest_ends, ends[:need] + len(rest)]))
         read, index = 0, need
         while len(ends) - index >= size:
             stop = int(ends[index + size - 1]) + 1
-            yield Chunk(text=block[start:stop], ends=ends[index:index + size] - start)
+            yield Chunk(text=bytes(block[start:stop]), ends=ends[index:index + size] - start)
             start, index = stop, index + size
-        rest, rest_ends = block[start:], ends[index:] - start
+        rest, rest_ends = bytes(block[start:]), ends[index:] - start
     if rest:
         if not rest.endswith(b"\n"):  # a last line without its newline
             rest_ends = np.append(rest_ends, len(rest))

@@ -45,13 +45,30 @@ def test_ranges_hold_each_line_once(tmp_path: Path, monkeypatch: pytest.MonkeyPa
     monkeypatch.setattr(ranges, "SCAN_BYTES", 2)  # a line's end found over several reads
     cut = ranges.ranges(str(tmp_path / "in.jsonl"), len(text))
     assert len(cut) == -(-len(text) // range_bytes)
-    pieces = [b"".join(ranges.range_blocks(part, 5)) for part in cut]
+    buffer = memoryview(bytearray(5))
+    pieces = [b"".join(map(bytes, ranges.range_blocks(part, buffer))) for part in cut]
     assert b"".join(pieces) == text
     held = [piece for piece in pieces if piece]
     assert all(piece.endswith(b"\n") for piece in held[:-1])
     starts = {0} | {i + 1 for i, byte in enumerate(text) if byte == ord("\n")}
     offsets = [sum(map(len, pieces[:i])) for i in range(len(pieces)) if pieces[i]]
     assert set(offsets) <= starts
+
+
+@pytest.mark.parametrize("block_bytes", [1, 5, 16, 1 << 22])
+def test_chunks_keep_their_lines_while_later_blocks_are_read(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch, block_bytes: int) -> None:
+    """The blocks of a range (or a whole file) are read into one buffer, again and again;
+    the chunks made of them, all taken before any is looked at, still hold their own
+    lines."""
+    (tmp_path / "in.jsonl").write_bytes(TEXT)
+    monkeypatch.setattr(reading, "BLOCK_BYTES", block_bytes)
+    whole = ranges.Range(str(tmp_path / "in.jsonl"), 0, len(TEXT))
+    for chunks in (list(reading.range_chunks(whole, 3)),
+                   list(reading.chunks(batch.expand([str(tmp_path / "in.jsonl")])[0], 3))):
+        assert b"".join(chunk.text for chunk in chunks) == TEXT
+        assert [len(chunk.ends) for chunk in chunks] == [3] * 14 + [2]
+        assert all(chunk.text.count(b"\n") == len(chunk.ends) for chunk in chunks[:-1])
 
 
 def test_line_ends_are_every_newline() -> None:
