@@ -35,9 +35,8 @@ def number_lines(text: bytes, ends: Tensor) -> Tensor | None:
         return None
     if int(np.count_nonzero(view == _OPEN)) != count:
         return None
-    whole = text[:-1] if text.endswith(b"\n") else text
     try:
-        document = _parse_simdjson(b"[" + whole.replace(b"\n", b",") + b"]")
+        document = _parse_simdjson(_one_array(text, ends))
         # numbers only: as_buffer refuses strings, literals and objects
         flat = np.frombuffer(document.as_buffer(of_type="d"), dtype=np.float64)
     except (ValueError, TypeError, RuntimeError):
@@ -52,3 +51,17 @@ def number_lines(text: bytes, ends: Tensor) -> Tensor | None:
     if np.abs(flat).max() >= 2.0 ** 53:
         return None  # from 2**53 on, an integer's rounding could differ from to_array's
     return flat.reshape(count, width)
+
+
+def _one_array(text: bytes, ends: Tensor) -> bytearray:
+    """The lines of *text* as one JSON array, ``[line,line,...]``, in one copy: each line's
+    end (*ends*, the last one's past the text when it has no newline) becomes a comma, the
+    last a ``]``. (Replacing the newlines and adding the brackets to a ``bytes`` copies the
+    text four times: about 100 us of a chunk of 400 KB, 15% of its parse.)"""
+    document = bytearray(b"[") + text
+    if len(document) == ends[-1] + 1:  # a last line without its newline
+        document.append(_CLOSE)
+    marks = np.frombuffer(document, dtype=np.uint8)
+    marks[ends + 1] = _COMMA
+    marks[-1] = _CLOSE
+    return document

@@ -144,7 +144,7 @@ def check_depth(body: bytes, limit: int) -> None:
 _simdjson = threading.local()
 
 
-def _parse_simdjson(body: bytes) -> Any:
+def _parse_simdjson(body: bytes | bytearray) -> Any:
     """Parse with simdjson: this thread's reused parser for a short body (a new parser per
     call would allocate its buffers again: about 2 ms of a 2 MB body), else a parser of its
     own. A parser whose last document is still referenced refuses to parse; then a new one
