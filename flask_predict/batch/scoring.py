@@ -262,9 +262,10 @@ def _text_prediction_lines(text: bytes, count: int, predictions: Any) -> bytes |
     if not text.endswith(b"\n"):
         text += b"\n"
     try:
-        return (_ECHO + text.replace(b"\n", _AFTER_ECHO) % tuple(values))[:-len(_ECHO)]
+        filled = text.replace(b"\n", _AFTER_ECHO) % tuple(values)
     except TypeError:  # not one line end per prediction
         return None
+    return b"".join((_ECHO, memoryview(filled)[:-len(_ECHO)]))  # one copy, not two
 
 
 def _plain_values(predictions: Any) -> list[bytes] | None:
