@@ -87,6 +87,7 @@ def block_buffer() -> memoryview:
     file and range, so that the kernel maps its memory in once."""
     return memoryview(bytearray(BLOCK_BYTES))
 
+
 _NEWLINE = ord("\n")
 
 
