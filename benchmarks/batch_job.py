@@ -14,8 +14,8 @@ the model's own share, for reading what the job spends around it. The job runs a
 it, a subprocess, its time from start to exit (the model's load included) and its peak
 resident memory (the largest of its processes). Figures are ratios against the baseline of
 the same run, each time the best of ``--repeats`` runs (the least disturbed by other work on
-the machine); each repeat times the baseline and then every job, so that a change in the
-machine's load reaches both.
+the machine); each repeat times the baseline and then every job (in the other order every
+other repeat), so that a change in the machine's load reaches both.
 
 ``--before REV``: the job also runs with the ``flask_predict`` package of git revision REV
 (exported to a temporary folder, first on ``PYTHONPATH``), in the same run, for a before and
@@ -209,9 +209,12 @@ def main() -> None:
                            for _, package, processes in configs]
             directs: list[tuple[float, float]] = []
             jobs: list[list[tuple[float, float, int]]] = [[] for _ in configs]
-            for _ in range(args.repeats):  # each repeat: the baseline, then every job
+            for repeat in range(args.repeats):  # each repeat: the baseline, then every job
                 directs.append(direct(root / name, large))
-                for runs, (_, package, processes) in zip(jobs, configs):
+                order = list(zip(jobs, configs))
+                if repeat % 2:  # every other repeat the other way round: no job always
+                    order.reverse()  # follows the same one (and its 420 MB just written)
+                for runs, (_, package, processes) in order:
                     runs.append(job(root / name, large, processes, package))
             baseline = min(seconds for seconds, _ in directs)
             matrix_door = min(seconds for _, seconds in directs)
