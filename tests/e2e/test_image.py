@@ -105,15 +105,36 @@ def build_context(folder: Path) -> Path:
     return folder
 
 
+def remove_interrupted_builds() -> None:
+    """Removes the working containers of builds on ``BASE`` that were killed mid-way: each
+    keeps its unpacked layers (a few GB) until removed, and a host that runs the suite
+    again would otherwise fill its disk with them."""
+    left = podman("ps", "--all", "--external", "--filter", f"ancestor={BASE}",
+                  "--format", "{{.ID}}").stdout.split()
+    if left:
+        podman("rm", "--force", *left)
+
+
+def storage_free() -> str:
+    """The free space where podman keeps images and where a build stages its layers: the
+    build needs about four times the image's size (its container, the staged layer, the
+    committed layer)."""
+    return ", ".join(f"{folder}: {shutil.disk_usage(folder).free / 2**30:.1f} GiB free"
+                     for folder in ("/var/lib/containers", "/var/tmp") if Path(folder).exists())
+
+
 @pytest.fixture(scope="module")
 def image(tools: None, tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
     """The CPU image built from the repository's Dockerfile and the wheels ``make dist``
     builds."""
     if podman("image", "exists", BASE, check=False).returncode != 0:
         make_base(tmp_path_factory.mktemp("base"))
+    remove_interrupted_builds()
     context = build_context(tmp_path_factory.mktemp("context"))
-    podman("build", "--format", "docker", "--layers=false", "--pull=never",
-           "--build-arg", f"BASE_IMAGE={BASE}", "--tag", IMAGE, str(context), timeout=2400)
+    built = podman("build", "--format", "docker", "--layers=false", "--pull=never",
+                   "--build-arg", f"BASE_IMAGE={BASE}", "--tag", IMAGE, str(context),
+                   timeout=2400, check=False)
+    assert built.returncode == 0, (built.stderr[-4000:], storage_free())
     try:
         yield IMAGE
     finally:
