@@ -9,7 +9,6 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from . import moved
 from .errors import (ConfigError, FailedPrecondition, InvalidInput, ModelNotFound,
                      ModelNotReady, PredictError, PredictorFailed, PredictorNotFound)
 from .explanation import Explanation
@@ -26,8 +25,6 @@ __all__ = [
 ]
 
 _FLASK_SIDE = ("FlaskPredict", "close_app", "get_state")
-
-moved.install()  # the modules' names before they were grouped by part still import
 
 
 def __getattr__(name: str) -> Any:
