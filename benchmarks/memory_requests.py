@@ -1,6 +1,6 @@
 """Memory of one large request: how much a worker takes while it runs (as a multiple of the
 body's size), and what it keeps afterwards with and without the ``post_request`` trim
-(``flask_predict.core.memory``: glibc ``malloc_trim`` after requests of 4 MiB or more).
+(``flask_predict.runtime.memory``: glibc ``malloc_trim`` after requests of 4 MiB or more).
 
 Serves a scikit-learn iris model with ``gunicorn -c gunicorn.conf.py wsgi:app`` (one sync
 worker, so one process to watch) and sends, one at a time, bodies of about *--mib* MiB:
@@ -31,7 +31,7 @@ sys.path.insert(0, str(HERE.parent))
 
 import harness  # noqa: E402
 
-from flask_predict.cli.demo import train_iris  # noqa: E402
+from flask_predict.models.demo import train_iris  # noqa: E402
 
 ROOT = HERE.parent
 NO_TRIM_CONF = """\

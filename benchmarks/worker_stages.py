@@ -83,7 +83,7 @@ def _instrumented_app() -> Any:
     import flask_predict.protocols.aiplatform.instances as instances
     import flask_predict.process.sync_worker as sync_worker
     import flask_predict.protocols.aiplatform.ml as ml
-    from flask_predict.core import deadline
+    from flask_predict.runtime import deadline
     from flask_predict.core.service import ModelService
     from flask_predict.wsgi import app
     from flask_predict_sklearn.predictor import SklearnPredictor

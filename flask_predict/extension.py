@@ -11,14 +11,14 @@ import logging
 
 from flask import Flask
 
-from .core import runtime
+from .runtime import resources as runtime
 from .core.assembly import assemble
 from .core.state import EXTENSION_KEY
 from .models.plugins import check_predictor_class, load_predictor_class
 from .models.sharing import inherited
 from .openapi.view import bp as openapi
 from .predictor import Predictor
-from .core.protocol_table import descriptors
+from .request.protocol_table import descriptors
 from .settings.app import read_settings
 from .web import observe
 from .web.current import get_state
@@ -79,7 +79,7 @@ class FlaskPredict:
         if settings.process.manage and not settings.loading.in_background:
             runtime.settle_process(settings.process.threads)
         if "predict" not in app.cli.commands:  # `flask predict ...`; an app's own name wins
-            from .cli.group import predict_group
+            from .web.commands import predict_group
 
             app.cli.add_command(predict_group)
 

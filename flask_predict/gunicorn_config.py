@@ -42,7 +42,7 @@ worker_class = "flask_predict.process.sync_worker.SyncWorker"
 preload_app = False
 #   timeout - the longest single request a sync worker may take (the master kills a worker
 #       silent for longer); predictor calls stop at 80% of it with the protocol's timeout
-#       error (flask_predict.core.deadline). Models load in the background while the worker beats.
+#       error (flask_predict.runtime.deadline). Models load in the background while the worker beats.
 timeout = int(os.environ.get("GUNICORN_TIMEOUT", "60"))
 graceful_timeout = 30
 #   worker_tmp_dir - each worker's heartbeat is a chmod of a file here before every request:

@@ -36,7 +36,7 @@ class Signature:
     method_name: str = "tensorflow/serving/predict"
     tabular: bool = False
     """The inputs are the columns of one table, in the model's order, one value per row
-    each (:mod:`flask_predict.core.tabular`): a plain row gives one value per column by
+    each (:mod:`flask_predict.tabular`): a plain row gives one value per column by
     position, and a lone matrix of rows is split into the columns."""
 
     def input(self, name: str) -> TensorSpec | None:
@@ -117,11 +117,11 @@ class ModelSpec:
     default_version: str | None = None
     """A label or number; ``None`` means the highest version served."""
     timeout_seconds: float | None = None
-    """Longest a predictor call may run (see :mod:`flask_predict.core.deadline`); 0: no limit;
+    """Longest a predictor call may run (see :mod:`flask_predict.runtime.deadline`); 0: no limit;
     ``None``: ``PREDICT_TIMEOUT_SECONDS``."""
     payload_log: Any = None
     """The model's ``payload_log`` entry as configured (``None``: the server-wide payload
-    log; read by :mod:`flask_predict.payload_log.settings`)."""
+    log; read by :mod:`flask_predict.settings.payload_log`)."""
 
 
 @dataclass(frozen=True)

@@ -14,7 +14,7 @@ from werkzeug.exceptions import HTTPException, MethodNotAllowed, NotFound
 
 from .extension import FlaskPredict
 from .process.url_cache import MatchCachingMap
-from .protocols._http import json_response
+from .web.protocol_http import json_response
 from .settings.environ import server_config
 
 predict = FlaskPredict()

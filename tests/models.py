@@ -10,7 +10,7 @@ import os
 import textwrap
 from pathlib import Path
 
-from flask_predict.cli.demo import train_iris, train_xgboost_missing
+from flask_predict.models.demo import train_iris, train_xgboost_missing
 
 __all__ = ["train_iris", "train_xgboost_missing", "make_custom", "make_explaining",
            "make_sleepy", "sleepy_config", "model_config", "make_unreadable", "UNREADABLE"]

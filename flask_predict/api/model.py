@@ -14,7 +14,7 @@ from typing import Any, Mapping, Sequence
 import numpy as np
 
 from .. import codecs
-from ..core import runtime
+from ..runtime import resources as runtime
 from ..core.assembly import assemble
 from ..core.service import ModelService
 from ..errors import ConfigError, InvalidInput, PredictorFailed

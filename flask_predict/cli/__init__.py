@@ -5,7 +5,7 @@
 version folder the way a worker would and reports on it (see :mod:`.check`); ``predict``
 runs one prediction in process (see :mod:`.local`); ``batch`` runs a batch prediction job
 (see :mod:`.batch`); ``demo`` writes the demo models (see
-:mod:`flask_predict.cli.demo`). An app that embeds the extension gets ``check`` and ``demo``
+:mod:`flask_predict.models.demo`). An app that embeds the extension gets ``check`` and ``demo``
 under ``flask predict`` (see :mod:`.group`).
 """
 
@@ -18,7 +18,8 @@ from importlib.metadata import version
 from pathlib import Path
 from typing import Mapping, Sequence
 
-from . import batch, check, local, serve
+from . import batch, local, serve
+from ..models import check
 from ..errors import ConfigError
 
 
@@ -117,7 +118,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         return predict(parser, args)
     if args.command == "batch":
         return batch.main(parser, args)
-    from .demo import write_demo
+    from ..models.demo import write_demo
 
     write_demo(Path(args.dir))
     return 0

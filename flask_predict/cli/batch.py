@@ -10,9 +10,9 @@ from typing import Any
 
 from .. import batch
 from ..api import Model
-from ..core import runtime
+from ..runtime import resources as runtime
 from ..errors import ConfigError
-from .check import parse_options
+from ..models.check import parse_options
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:

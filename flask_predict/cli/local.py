@@ -20,7 +20,7 @@ from ..api import Model
 from ..api import model_name as model_name
 from ..errors import HTTP_STATUS, PredictError
 from ..storage.uri import is_remote
-from .check import parse_options
+from ..models.check import parse_options
 
 FRAMEWORKS = {"tensorflow": "tensorflow", "scikit-learn": "sklearn", "xgboost": "xgboost"}
 """gcloud's ``--framework`` values -> the plugin that serves each."""

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from typing import Any, Callable
 
-from . import startup
+from ..models import startup
 from ..models.control import ModelControl
 from ..models.plugins import load_predictor_class
 from ..models.repository import (LoadListener, Loader, ModelRepository, PredictorLookup,
@@ -38,7 +38,7 @@ def assemble(settings: Settings, models: Any = None,
     *models* is the raw ``PREDICT_MODELS`` value (the watcher re-reads the config file, not
     it); *lookup* finds a predictor class by plugin name; *shelf* is what a gunicorn worker
     inherited from its master. Without ``PREDICT_LOAD_IN_BACKGROUND`` every model is loaded
-    here, and one that does not load raises :class:`~flask_predict.core.startup.StartFailed`;
+    here, and one that does not load raises :class:`~flask_predict.models.startup.StartFailed`;
     with it, the watcher loads them on its thread (started here unless *start* is false).
     *warm* false skips the warm-up requests (a process that forks its workers afterwards).
     """

@@ -1,10 +1,10 @@
 """One request, REST or gRPC, from arrival to answer: the one place a request's scope opens
 and closes.
 
-:meth:`Scopes.open` makes the request's :class:`~flask_predict.core.record.RequestRecord` (its
+:meth:`Scopes.open` makes the request's :class:`~flask_predict.request.record.RequestRecord` (its
 id: the client's, else a new one unique across the server's workers; protocol, verb, size,
 client, the app state its front end answers from, the client's deadline), sets it as
-:data:`~flask_predict.core.record.current_request` and counts the request started;
+:data:`~flask_predict.request.record.current_request` and counts the request started;
 :meth:`Scopes.close` counts it finished with its status and writes its access line. The
 REST hooks (:mod:`flask_predict.web.observe`) and the gRPC handlers
 (:mod:`flask_predict.grpc.handlers`) are the only callers, so both transports produce the
@@ -29,8 +29,8 @@ from typing import TYPE_CHECKING, Any
 from ..errors import Code, PredictError
 from ..observability.access_log import AccessLog
 from ..observability.queue_time import HEADER, queue_seconds
-from .record import PROBE_VERB, RequestRecord, current_request, usable_id
-from .transport import Transport
+from ..request.record import PROBE_VERB, RequestRecord, current_request, usable_id
+from ..request.transport import Transport
 
 
 def probe_answer(error: PredictError) -> bool:

@@ -24,7 +24,7 @@ from typing import TYPE_CHECKING, Any, Callable, Sequence
 
 import numpy as np
 
-from . import deadline
+from ..runtime import deadline
 from ..errors import (DeadlineExceeded, InvalidInput, ModelNotFound, ModelNotReady, PredictError,
                       PredictorFailed, Unimplemented)
 from ..explanation import Explanation, checked
@@ -34,8 +34,8 @@ from ..models.served import LoadedVersion, ServedModel
 from ..models.shared_state import StateDir
 from ..observability import statistics
 from ..types import Classification, Example, InferenceRequest, InferenceResponse, Tensor
-from .record import RequestRecord, current_request
-from .startup import NO_MODEL
+from ..request.record import RequestRecord, current_request
+from ..models.startup import NO_MODEL
 
 if TYPE_CHECKING:
     from ..observability.metrics import Metrics

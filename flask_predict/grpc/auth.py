@@ -23,10 +23,10 @@ from typing import Any, Callable
 
 import grpc
 
-from ..core.record import ADMIN_VERB
-from ..core.tokens import presented_token, token_matches
+from ..request.record import ADMIN_VERB
+from ..request.tokens import presented_token, token_matches
 from ..errors import PermissionDenied, PredictError, Unauthenticated
-from ..core.protocol_table import descriptors
+from ..request.protocol_table import descriptors
 from ..settings.config import Settings
 from .handlers import GRPC_STATUS
 

@@ -1,4 +1,4 @@
-"""What tracing and the payload log read of a gRPC call: the :class:`~flask_predict.core.transport.Transport`
+"""What tracing and the payload log read of a gRPC call: the :class:`~flask_predict.request.transport.Transport`
 the handlers (:mod:`.handlers`) open each call's scope with. The carrier is
 ``(context, request message, rpc name)``.
 
@@ -16,8 +16,8 @@ import grpc
 from google.protobuf import json_format
 from google.protobuf.message import Message
 
-from ..core.record import RequestRecord
-from ..core.transport import Body
+from ..request.record import RequestRecord
+from ..request.transport import Body
 
 SERVER_ERRORS = frozenset({grpc.StatusCode.UNKNOWN, grpc.StatusCode.DEADLINE_EXCEEDED,
                            grpc.StatusCode.UNIMPLEMENTED, grpc.StatusCode.INTERNAL,

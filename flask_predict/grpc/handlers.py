@@ -23,7 +23,7 @@ from google.protobuf.message import DecodeError
 
 from ..core.scope import Scopes, probe_answer
 from ..errors import Code, InvalidInput, PredictError
-from ..core.descriptor import Protocol
+from ..request.descriptor import Protocol
 from .carrier import GrpcTransport
 from .messages import POOL, message_class
 

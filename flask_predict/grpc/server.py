@@ -21,7 +21,7 @@ from grpc_reflection.v1alpha import reflection, reflection_pb2, reflection_pb2_g
 from . import messages
 from ..core.state import PredictState
 from ..errors import ConfigError
-from ..core.protocol_table import descriptors
+from ..request.protocol_table import descriptors
 from .auth import CallGuard, GuardedRegistrar
 from .handlers import method_handlers
 

@@ -21,7 +21,7 @@ from typing import Any, Callable, Mapping
 
 from ..errors import ConfigError, PredictorNotFound, UnreadableModel, did_you_mean
 from ..predictor import Predictor
-from .artifacts import artifact_plugin
+from ..storage.artifacts import artifact_plugin
 
 GROUP = "flask_predict.predictors"
 MANIFEST_GROUP = "flask_predict.manifests"

@@ -17,11 +17,11 @@ import threading
 import time
 from typing import Callable, Iterable, Mapping
 
-from ..core.startup import LoadFailure, check_first_load, cause_of
+from .startup import LoadFailure, check_first_load, cause_of
 from ..errors import ConfigError, ModelNotFound
 from ..predictor import Predictor
 from ..types import ModelSpec
-from .artifacts import artifact_file, tree_stamp, version_folders, version_path
+from ..storage.artifacts import artifact_file, tree_stamp, version_folders, version_path
 from .plugins import detect_predictor
 from .served import (FAILED_TO_LOAD, LoadedVersion, ServedModel, Shelf, VersionStatus, artifact_key,
                      close_predictor)
@@ -81,8 +81,8 @@ class ModelRepository:
              listener: LoadListener | None = None, shelf: Shelf | None = None,
              exit_on_error: bool = True) -> ModelRepository:
         """Load every model now, then apply the start-up rule
-        (:func:`~flask_predict.core.startup.check_first_load`): a model that did not load raises
-        :class:`~flask_predict.core.startup.StartFailed`, unless *exit_on_error* is false."""
+        (:func:`~flask_predict.models.startup.check_first_load`): a model that did not load raises
+        :class:`~flask_predict.models.startup.StartFailed`, unless *exit_on_error* is false."""
         repository = cls(lookup, listener, shelf)
         repository.sync(specs)
         check_first_load(repository.models(), exit_on_error)

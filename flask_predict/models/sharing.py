@@ -41,11 +41,11 @@ import threading
 from pathlib import Path
 from typing import Any, Callable, Iterable, Mapping
 
-from ..core.memory import release
+from ..runtime.memory import release
 from ..errors import ConfigError
 from ..predictor import Predictor
 from ..types import ModelSpec
-from .artifacts import version_folders, version_path
+from ..storage.artifacts import version_folders, version_path
 from .plugins import Manifest, detect_predictor, load_predictor_class, manifests
 from .repository import NotShared
 from .served import LoadedVersion, ServedModel, Shelf, VersionStatus, close_predictor

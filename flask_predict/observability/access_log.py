@@ -17,7 +17,7 @@ from typing import Any, TextIO
 
 import orjson
 
-from ..core.record import RequestRecord
+from ..request.record import RequestRecord
 from ..errors import ConfigError
 
 LOGGER = "flask_predict.access"

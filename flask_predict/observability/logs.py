@@ -4,7 +4,7 @@ Text is gunicorn's own format (``[time] [pid] [LEVEL] message``). JSON makes eve
 the standalone server's log one JSON object: gunicorn's lines (the master's and each
 worker's), flask_predict's (loads, failures, the line at start) and the access lines, so a
 log collector parses the stream line by line. A line logged while a request runs (its
-scope is open: :data:`flask_predict.core.record.current_request`) carries the request's id, as
+scope is open: :data:`flask_predict.request.record.current_request`) carries the request's id, as
 its access line does. The server wires the formatter in (``flask_predict.process.server``); an app
 that embeds the extension keeps its own logging, and may use :class:`JsonFormatter` too.
 """
@@ -16,7 +16,7 @@ from typing import Any, Iterable
 
 import orjson
 
-from ..core.record import current_request
+from ..request.record import current_request
 from ..errors import ConfigError
 
 FORMATS = ("text", "json")

@@ -25,7 +25,7 @@ from prometheus_client import (CONTENT_TYPE_LATEST, CollectorRegistry, Counter, 
                                Histogram, generate_latest, multiprocess, values)
 from prometheus_client.metrics_core import Metric
 
-from ..core.record import INFERENCE_VERBS, RequestRecord
+from ..request.record import INFERENCE_VERBS, RequestRecord
 from .traffic import Snapshot
 
 MULTIPROC_VARIABLE = "PROMETHEUS_MULTIPROC_DIR"

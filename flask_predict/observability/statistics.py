@@ -20,7 +20,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Iterable
 
-from ..core.record import INFERENCE_VERBS
+from ..request.record import INFERENCE_VERBS
 
 if TYPE_CHECKING:
     from prometheus_client.metrics_core import Metric

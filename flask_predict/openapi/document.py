@@ -8,7 +8,7 @@ import re
 from importlib.metadata import PackageNotFoundError, version as package_version
 from typing import TYPE_CHECKING
 
-from ..core.protocol_table import descriptor, descriptors
+from ..request.protocol_table import descriptor, descriptors
 from ..settings.app import read_settings
 from ..settings.config import STANDALONE_DEFAULTS, Settings
 from .schemas import Part, Schema, operation, response, shared_components

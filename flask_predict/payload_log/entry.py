@@ -21,8 +21,8 @@ from __future__ import annotations
 from datetime import datetime, timezone
 from typing import Any
 
-from ..core.record import RequestRecord
-from ..core.transport import NOT_KEPT, Body, Kept
+from ..request.record import RequestRecord
+from ..request.transport import NOT_KEPT, Body, Kept
 
 
 class Entry:

@@ -13,7 +13,7 @@ import json
 import zlib
 from typing import Any
 
-from ..core.transport import Body
+from ..request.transport import Body
 
 INFLATE = {"gzip": 16 + zlib.MAX_WBITS, "x-gzip": 16 + zlib.MAX_WBITS, "deflate": zlib.MAX_WBITS}
 

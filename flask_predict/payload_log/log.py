@@ -22,13 +22,13 @@ import time
 import weakref
 from typing import TYPE_CHECKING, Any
 
-from ..core.record import INFERENCE_VERBS, RequestRecord
+from ..request.record import INFERENCE_VERBS, RequestRecord
 from .entry import Entry
-from .settings import PayloadSettings
+from ..settings.payload_log import PayloadSettings
 from .sinks import open_sink
 
 if TYPE_CHECKING:
-    from ..core.transport import Transport
+    from ..request.transport import Transport
     from ..observability.metrics import Metrics
 
 logger = logging.getLogger(__name__)

@@ -16,7 +16,7 @@ from typing import Any, Protocol
 
 import orjson
 
-from .settings import PayloadSettings
+from ..settings.payload_log import PayloadSettings
 
 
 class Sink(Protocol):

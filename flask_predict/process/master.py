@@ -20,7 +20,8 @@ import threading
 import time
 from typing import Any, Callable
 
-from ..core import runtime, startup
+from ..runtime import resources as runtime
+from ..models import startup
 from ..models.sharing import MasterModels
 from ..settings.app import read_settings
 from ..settings.environ import server_config
@@ -54,7 +55,7 @@ def import_worker_modules() -> None:
     thread or imports gRPC or a framework."""
     from .. import extension
     from ..observability import metrics  # noqa: F401
-    from ..core.protocol_table import descriptors
+    from ..request.protocol_table import descriptors
 
     for protocol in descriptors():
         protocol.load_blueprint()

@@ -17,8 +17,9 @@ import time
 from typing import Any
 
 from .. import tracing
-from ..core import deadline, runtime, startup
-from ..core.memory import release
+from ..runtime import deadline, resources as runtime
+from ..models import startup
+from ..runtime.memory import release
 from ..core.state import EXTENSION_KEY, PredictState
 from ..errors import ConfigError
 from ..extension import close_app
@@ -74,7 +75,7 @@ def share_metrics_dir() -> str:
 
 def check_configuration(log: Any) -> None:
     """Validate settings, model folders and model options in the master, importing no
-    framework (plugins' manifests only; :func:`flask_predict.core.startup.check_models`).
+    framework (plugins' manifests only; :func:`flask_predict.models.startup.check_models`).
 
     Logs the problem in one line and raises ``SystemExit``, which stops gunicorn before it
     forks workers.
@@ -126,7 +127,7 @@ instead of starting another worker."""
 
 
 def stop_starting_server(error: startup.StartFailed) -> None:
-    """The start-up rule's stop in a worker (:func:`flask_predict.core.startup.stop`): the first
+    """The start-up rule's stop in a worker (:func:`flask_predict.models.startup.stop`): the first
     worker to get here logs the error's line and exits with the status that halts gunicorn,
     which stops the others (they wait, not ready, saying nothing: one line for the server).
     After the server has started (a respawned worker), what did not load is logged and the

@@ -2,6 +2,6 @@
 
 A protocol package owns everything of its protocol: wire code, REST views, gRPC servicer,
 OpenAPI part, verbs and settings section. It describes itself once, as the
-:class:`~flask_predict.core.descriptor.Protocol` its ``__init__`` names ``PROTOCOL``, and is
-listed in the table of protocols (:mod:`flask_predict.core.protocol_table`).
+:class:`~flask_predict.request.descriptor.Protocol` its ``__init__`` names ``PROTOCOL``, and is
+listed in the table of protocols (:mod:`flask_predict.request.protocol_table`).
 """

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from typing import Any, Mapping
 
-from ..core.protocol_table import sections
+from ..request.protocol_table import sections
 from .config import Settings, settings_from
 
 

@@ -13,9 +13,9 @@ import os
 from dataclasses import dataclass, field
 from typing import Any, Iterable, Mapping
 
-from ..core.descriptor import Section
+from ..request.descriptor import Section
 from ..errors import ConfigError, closest, did_you_mean
-from ..payload_log import DEFAULTS as PAYLOAD_LOG_DEFAULTS
+from .payload_log import DEFAULTS as PAYLOAD_LOG_DEFAULTS
 from ..storage import CACHE_VARIABLE, cache_root
 from ..types import Limits, ModelSpec
 from .model_config import load_models

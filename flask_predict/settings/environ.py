@@ -14,7 +14,7 @@ import json
 import os
 from typing import Any, Mapping
 
-from ..core.protocol_table import sections
+from ..request.protocol_table import sections
 from .config import STANDALONE_DEFAULTS
 from .vertex_storage import VARIABLE as STORAGE_VARIABLE
 from .vertex_storage import storage_base_path

@@ -8,12 +8,12 @@ import os
 from dataclasses import dataclass
 from typing import Any, Mapping
 
-from ..core.tokens import read_tokens
+from ..request.tokens import read_tokens
 from ..errors import ConfigError
 from ..observability.access_log import access_log_format
 from ..observability.logs import log_format
-from ..payload_log import PayloadSettings
-from ..payload_log import read_settings as read_payload_log
+from .payload_log import PayloadSettings
+from .payload_log import read as read_payload_log
 from ..tracing import tracing_value
 from ..types import ModelSpec
 from .values import bool_value, number_value, route_value
@@ -52,7 +52,7 @@ class LoadingSettings:
     """With background loading: how long a request that needs a model waits for the first
     load before it is answered "not ready" (probes never wait)."""
     exit_on_error: bool
-    """A model that does not load at start stops the server (:mod:`flask_predict.core.startup`);
+    """A model that does not load at start stops the server (:mod:`flask_predict.models.startup`);
     false serves the models that loaded."""
 
 

@@ -16,7 +16,7 @@ import os
 import tempfile
 
 from ..errors import ConfigError
-from ..models.artifacts import version_folders
+from ..storage.artifacts import version_folders
 from ..storage.uri import is_remote
 
 VARIABLE = "AIP_STORAGE_URI"

@@ -19,8 +19,8 @@ from flask.typing import ResponseReturnValue
 from ..core.state import PredictState
 from ..models.served import ServedModel
 from ..observability.traffic import Snapshot, Totals
-from ..core.protocol_table import descriptors
-from ..protocols._http import json_response, plain_error
+from ..request.protocol_table import descriptors
+from ..web.protocol_http import json_response, plain_error
 from ..web import auth
 from ..web.current import get_state
 

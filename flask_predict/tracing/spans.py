@@ -26,8 +26,8 @@ from opentelemetry.context import Context
 from opentelemetry.propagators.textmap import Getter
 from opentelemetry.trace import SpanKind, Status, StatusCode
 
-from ..core.record import RequestRecord
-from ..core.transport import Transport
+from ..request.record import RequestRecord
+from ..request.transport import Transport
 
 logger = logging.getLogger(__name__)
 

@@ -2,7 +2,7 @@
 
 A client presents a token as ``Authorization: Bearer <token>``, as ``X-API-Key: <token>``,
 or as the password of HTTP Basic authentication (what a browser sends after the status
-page asks for it); :mod:`flask_predict.core.tokens` finds and compares it in constant time.
+page asks for it); :mod:`flask_predict.request.tokens` finds and compares it in constant time.
 Failures raise the errors the protocol's own handler turns into its 401 or 403 body; the
 front end adds the ``WWW-Authenticate`` header.
 """
@@ -15,7 +15,7 @@ from typing import Callable, TypeVar, cast
 
 from flask import request
 
-from ..core.tokens import presented_token, token_matches
+from ..request.tokens import presented_token, token_matches
 from ..errors import PermissionDenied, Unauthenticated
 from .current import get_state
 

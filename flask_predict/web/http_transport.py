@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from ..core.record import RequestRecord
+from ..request.record import RequestRecord
 from ..payload_log.kept import KeptBytes, KeptStream
 
 

@@ -19,11 +19,11 @@ from flask.globals import _cv_request
 from flask.typing import ResponseReturnValue
 
 from . import auth
-from ..core.record import ADMIN_VERB, PROBE_VERB, RequestRecord, current_request
+from ..request.record import ADMIN_VERB, PROBE_VERB, RequestRecord, current_request
 from ..core.state import EXTENSION_KEY, PredictState
-from ..core.descriptor import Protocol
-from ..core.protocol_table import descriptors
-from ..protocols._http import plain_error
+from ..request.descriptor import Protocol
+from ..request.protocol_table import descriptors
+from .protocol_http import plain_error
 from .current import get_state
 from .http_transport import HTTP
 

@@ -15,7 +15,7 @@ from typing import Any, Iterator
 import pytest
 
 from flask_predict.cli.serve import DEFAULT_REST_PORT
-from flask_predict.cli.demo import DEMO_MODELS, write_demo
+from flask_predict.models.demo import DEMO_MODELS, write_demo
 from tests.docs.examples import (LOCAL_URL, ROOT, Example, Number, examples, matches, parse,
                                  same_output)
 from tests.e2e.server import GunicornServer
@@ -67,7 +67,7 @@ def demo_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[GunicornSe
 TRAIN = """
 import json, sys
 from pathlib import Path
-from flask_predict.cli.demo import DEMO_MODELS
+from flask_predict.models.demo import DEMO_MODELS
 out, config = Path(sys.argv[1]), {}
 for name in sys.argv[2:]:
     build, _, settings = DEMO_MODELS[name]

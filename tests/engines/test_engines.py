@@ -17,7 +17,7 @@ import pandas as pd
 import pytest
 import requests
 
-from flask_predict.cli.demo import export_half_plus_two
+from flask_predict.models.demo import export_half_plus_two
 from tests.e2e.server import GunicornServer, free_port
 from tests.programs import need
 from tests.routines import IRIS_ROWS, make_tutorial

@@ -15,7 +15,7 @@ from flask_predict import ConfigError
 from flask_predict.openapi import (UNDOCUMENTED_VERBS, app_operations, build_document,
                                    document_operations, part, standalone_document)
 from flask_predict.openapi.schemas import Part
-from flask_predict.core.protocol_table import REGISTRY, descriptor
+from flask_predict.request.protocol_table import REGISTRY, descriptor
 from tests.conftest import AppFactory
 
 ROOT = Path(__file__).resolve().parents[2]

@@ -12,7 +12,7 @@ import numpy as np
 import pytest
 from flask import Flask
 
-from flask_predict.core.record import RequestRecord
+from flask_predict.request.record import RequestRecord
 from flask_predict.core.scope import Scopes
 from tests import grpc_app
 

@@ -14,7 +14,7 @@ import pytest
 from flask import Flask
 
 from flask_predict import ConfigError, FlaskPredict
-from flask_predict.core import protocol_table
+from flask_predict.request import protocol_table
 from flask_predict.settings.app import read_settings
 from flask_predict.settings.environ import config_from_environ
 from flask_predict.grpc.messages import message_class

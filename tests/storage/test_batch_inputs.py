@@ -16,7 +16,7 @@ import pyarrow
 import pyarrow.parquet
 import pytest
 
-from flask_predict.cli.demo import train_iris
+from flask_predict.models.demo import train_iris
 from tests.routines import IRIS_ROWS
 from tests.storage_servers import S3_ENV, Bucket, s3_server
 from tests.unit.test_batch import run

@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 
 from flask_predict import storage
-from flask_predict.models.artifacts import version_folders
+from flask_predict.storage.artifacts import version_folders
 from flask_predict.storage.cache import SETTLE_SECONDS
 from tests.storage.conftest import new_bucket
 from tests.storage_servers import S3_ENV, Bucket, StoreServer, gcs_server, s3_server

@@ -10,7 +10,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-from flask_predict.models.artifacts import version_folders
+from flask_predict.storage.artifacts import version_folders
 from flask_predict.settings.environ import config_from_environ
 from flask_predict.settings.model_config import load_models
 from tests.e2e.server import ROOT

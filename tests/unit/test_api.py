@@ -11,7 +11,7 @@ import pandas as pd
 import pytest
 
 from flask_predict.api import Model
-from flask_predict.cli.demo import train_iris
+from flask_predict.models.demo import train_iris
 from flask_predict.errors import ConfigError, FailedPrecondition, InvalidInput
 from tests.conftest import AppFactory
 from tests.routines import IRIS_ROWS, aiplatform_answer, make_tutorial
@@ -108,7 +108,7 @@ def test_a_custom_routine_takes_its_instances(root: Path) -> None:
 def test_the_documented_example(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
                                 capsys: pytest.CaptureFixture[str]) -> None:
     """docs/python-api.md's first example, on the demo's churn model, prints what it says."""
-    from flask_predict.cli.demo import train_churn
+    from flask_predict.models.demo import train_churn
 
     page = (Path(__file__).parents[2] / "docs" / "python-api.md").read_text()
     code = page.split("```python\n", 1)[1].split("```", 1)[0]

@@ -290,10 +290,10 @@ def test_the_import_graph_is_read() -> None:
     found = modules()
     extension = imports("flask_predict.extension", found["flask_predict.extension"], set(found))
     assert {"flask_predict.core.assembly", "flask_predict.core.state",
-            "flask_predict.core.protocol_table"} <= extension
+            "flask_predict.request.protocol_table"} <= extension
     name = "flask_predict.protocols.kserve_v2.repository_ext"
     assert "flask_predict.core.service" in imports(name, found[name], set(found))
-    table = "flask_predict.core.protocol_table"
+    table = "flask_predict.request.protocol_table"
     by_name = {r.target for r in reaches(table, found[table].read_text(), set(found))
                if r.how == "by-name"}
     assert by_name == {f"flask_predict.protocols.{p}"

@@ -9,7 +9,7 @@ from typing import Any
 import pytest
 from flask.testing import FlaskClient
 
-from flask_predict.core import tokens
+from flask_predict.request import tokens
 from flask_predict.errors import ConfigError
 from tests.conftest import AppFactory
 

@@ -20,7 +20,7 @@ import pytest
 from flask_predict import batch
 from flask_predict.api import Model
 from flask_predict.cli import main
-from flask_predict.cli.demo import train_iris
+from flask_predict.models.demo import train_iris
 from flask_predict.errors import ConfigError, PredictError
 from tests.routines import IRIS_ROWS
 from tests.tabular_models import PEOPLE_ROWS, frame, train_people

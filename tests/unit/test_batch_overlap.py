@@ -14,7 +14,7 @@ from flask_predict import batch
 from flask_predict.api import Model
 from flask_predict.batch import output, overlap, reading
 from flask_predict.batch.scoring import AS_READ, score
-from flask_predict.cli.demo import train_iris
+from flask_predict.models.demo import train_iris
 
 PLAIN = [b"[5.1,3.5,1.4,0.2]", b"[6,3,5,2]", b"[5.9,3.0,4.2,1.5]", b"[6.7,3.0,5.2,2.3]"]
 TEXT = b"\n".join(

@@ -14,7 +14,7 @@ import pytest
 from flask_predict import batch
 from flask_predict.api import Model
 from flask_predict.batch import ranges, reading
-from flask_predict.cli.demo import train_iris
+from flask_predict.models.demo import train_iris
 from tests.routines import IRIS_ROWS
 
 ROWS = [json.dumps(row).encode() for row in IRIS_ROWS]

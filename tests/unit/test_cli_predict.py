@@ -14,7 +14,7 @@ import pytest
 
 from flask_predict.cli import main
 from flask_predict.cli.local import instances, model_name
-from flask_predict.cli.demo import export_half_plus_two, train_iris, train_xgboost_missing
+from flask_predict.models.demo import export_half_plus_two, train_iris, train_xgboost_missing
 from tests.routines import (IRIS_ROWS, aiplatform_answers, make_tutorial, make_vertex,
                             vertex_answers)
 

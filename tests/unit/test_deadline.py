@@ -1,4 +1,4 @@
-"""Per-model time limits (flask_predict.core.deadline): every protocol answers its timeout error
+"""Per-model time limits (flask_predict.runtime.deadline): every protocol answers its timeout error
 and the app goes on serving."""
 
 from __future__ import annotations
@@ -12,7 +12,7 @@ from typing import Any
 import pytest
 from flask import Flask
 
-from flask_predict.core import deadline
+from flask_predict.runtime import deadline
 from flask_predict.errors import ConfigError, DeadlineExceeded
 from tests.conftest import AppFactory
 from tests.models import make_sleepy, sleepy_config

@@ -1,4 +1,4 @@
-"""flask_predict.cli.demo: a demo model is written and listed only where both the framework that
+"""flask_predict.models.demo: a demo model is written and listed only where both the framework that
 builds it and the plugin that serves it are installed; the note names what to install."""
 
 from __future__ import annotations
@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from flask_predict.cli import demo
+from flask_predict.models import demo
 
 
 def listed(out: Path) -> set[str]:

@@ -162,7 +162,7 @@ def test_init_app_leaves_the_host_process_alone(model_config: dict[str, Any]) ->
 
 def test_process_setup_only_when_asked(model_config: dict[str, Any],
                                        monkeypatch: pytest.MonkeyPatch) -> None:
-    from flask_predict.core import runtime
+    from flask_predict.runtime import resources as runtime
 
     calls: list[str] = []
     monkeypatch.setattr(runtime, "prepare_process", lambda *a: calls.append("prepare"))

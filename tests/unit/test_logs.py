@@ -12,7 +12,7 @@ import pytest
 from flask_predict import ConfigError
 from flask_predict.settings.app import read_settings
 from flask_predict.observability.logs import JsonFormatter, log_format, use_json
-from flask_predict.core.record import RequestRecord, current_request
+from flask_predict.request.record import RequestRecord, current_request
 
 
 def test_the_format_follows_the_access_lines_unless_set() -> None:

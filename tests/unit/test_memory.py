@@ -18,7 +18,7 @@ from typing import Any
 
 import pytest
 
-from flask_predict.core import memory
+from flask_predict.runtime import memory
 
 pytestmark = pytest.mark.skipif(platform.libc_ver()[0] != "glibc",
                                 reason="the thresholds are glibc's")
@@ -28,7 +28,8 @@ PROBE = textwrap.dedent("""
     import ctypes, json, sys
     from flask import Flask
     from flask_predict import FlaskPredict
-    from flask_predict.core import memory, runtime
+    from flask_predict.runtime import memory
+    from flask_predict.runtime import resources as runtime
 
     class Info(ctypes.Structure):
         _fields_ = [(name, ctypes.c_size_t) for name in (

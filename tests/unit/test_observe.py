@@ -111,7 +111,7 @@ def test_direct_stream_lines_carry_gunicorns_prefix() -> None:
     stream = io.StringIO()
     access_log.write_to(stream, json_lines=False)
     try:
-        from flask_predict.core.record import RequestRecord
+        from flask_predict.request.record import RequestRecord
 
         record = RequestRecord("grps", "predict", "id-1", True, 10)
         access_log.AccessLog(False).write(record, 200, 5, record.started + 0.002)
@@ -191,7 +191,7 @@ def test_every_protocol_view_and_rpc_has_a_verb(make_app: AppFactory,
     """Each route's and rpc's verb is its protocol descriptor's (none falls back to its own
     name), and every verb is one the metrics and access lines know."""
     from flask_predict.grpc.messages import POOL
-    from flask_predict.core.protocol_table import descriptor, descriptors
+    from flask_predict.request.protocol_table import descriptor, descriptors
 
     known = {"predict", "classify", "regress", "explain", "health", "metadata", "status",
              "admin", "monitor", "unknown", "other"}
@@ -217,7 +217,7 @@ def test_metrics_buckets_and_in_flight_count_exactly(monkeypatch: pytest.MonkeyP
     from prometheus_client import CollectorRegistry, Histogram
 
     from flask_predict.observability import metrics as metrics_module
-    from flask_predict.core.record import RequestRecord
+    from flask_predict.request.record import RequestRecord
 
     monkeypatch.delenv(metrics_module.MULTIPROC_VARIABLE, raising=False)
     metrics = metrics_module.Metrics()

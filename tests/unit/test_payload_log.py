@@ -24,9 +24,9 @@ from flask_predict.payload_log import (KeptBytes, KeptStream, PayloadLog, Payloa
                                        Policy, read_settings, render_bytes)
 from flask_predict.payload_log import log as payload_log
 from flask_predict.payload_log.cloudevents import CloudEventsSink
-from flask_predict.payload_log.settings import DEFAULTS
+from flask_predict.settings.payload_log import DEFAULTS
 from flask_predict.payload_log.sinks import FileSink
-from flask_predict.core.record import RequestRecord
+from flask_predict.request.record import RequestRecord
 from flask_predict.types import ModelSpec
 
 ROW = [5.1, 3.5, 1.4, 0.2]

@@ -14,10 +14,10 @@ import pytest
 
 from flask_predict import ConfigError, ModelNotFound, ModelNotReady, Predictor
 from flask_predict.models.plugins import load_predictor_class
-from flask_predict.models.artifacts import tree_stamp, version_folders
+from flask_predict.storage.artifacts import tree_stamp, version_folders
 from flask_predict.models.repository import ModelRepository
 from flask_predict.models.served import FAILED_TO_LOAD
-from flask_predict.core.startup import StartFailed
+from flask_predict.models.startup import StartFailed
 from flask_predict.types import ModelSpec, VersionPolicy
 from tests import models
 
@@ -436,7 +436,7 @@ def test_detection_errors_and_custom(tmp_path: Path) -> None:
 def test_detection_never_unpickles(tmp_path: Path) -> None:
     import pickle
 
-    from flask_predict.models.artifacts import pickled_module
+    from flask_predict.storage.artifacts import pickled_module
     from flask_predict.models.plugins import detect_predictor
 
     marker = tmp_path / "executed"

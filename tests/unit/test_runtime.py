@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from flask_predict.core import runtime
+from flask_predict.runtime import resources as runtime
 
 
 def test_limit_threads_sets_every_pool_variable(monkeypatch: object) -> None:
@@ -31,7 +31,7 @@ def test_pools_loaded_before_and_after_are_limited() -> None:
     (loaded after) both end up with the configured thread count."""
     script = textwrap.dedent("""
         import json, numpy
-        from flask_predict.core import runtime
+        from flask_predict.runtime import resources as runtime
         runtime.limit_threads(1)
         import sklearn.linear_model, xgboost
         from threadpoolctl import threadpool_info

@@ -105,7 +105,7 @@ def test_tensor_door(state: PredictState) -> None:
 
 
 def test_a_call_is_timed_on_the_record_and_holds_the_version_lock(state: PredictState) -> None:
-    from flask_predict.core.record import RequestRecord, current_request
+    from flask_predict.request.record import RequestRecord, current_request
 
     service = state.service
     record = RequestRecord("test", "predict", "id", False, 0)

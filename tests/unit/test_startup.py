@@ -12,8 +12,8 @@ import pytest
 from flask_predict import ConfigError
 from flask_predict.settings.app import read_settings
 from flask_predict.models.served import FAILED_TO_LOAD, ServedModel, VersionStatus
-from flask_predict.core.startup import (StartFailed, cause_of, check_first_load, check_models,
-                                        failure_line, failures, settle, stop_with)
+from flask_predict.models.startup import (StartFailed, cause_of, check_first_load, check_models,
+                                          failure_line, failures, settle, stop_with)
 from flask_predict.types import ModelSpec
 
 
@@ -97,7 +97,7 @@ def test_the_rule_stops_or_serves_the_rest(tmp_path: Path,
     with pytest.raises(StartFailed) as stopped:
         check_first_load(models, exit_on_error=True)
     assert stopped.value.message == failure_line(failures(models), others_loaded=True)
-    with caplog.at_level(logging.ERROR, logger="flask_predict.core.startup"):
+    with caplog.at_level(logging.ERROR, logger="flask_predict.models.startup"):
         check_first_load(models, exit_on_error=False)
     [line] = [r.getMessage() for r in caplog.records]
     assert line.startswith("flask_predict: model 'loans' version 1 failed to load from ")
@@ -113,7 +113,7 @@ def test_stop_is_the_owners(tmp_path: Path, caplog: pytest.LogCaptureFixture) ->
     finally:
         stop_with(None)
     assert [error.message for error in told] == [failure_line(failures(models))]
-    with caplog.at_level(logging.CRITICAL, logger="flask_predict.core.startup"):
+    with caplog.at_level(logging.CRITICAL, logger="flask_predict.models.startup"):
         settle(models, exit_on_error=True)  # embedded: the app goes on, not ready
     [line] = [r.getMessage() for r in caplog.records]
     assert "model 'loans' version 1 failed to load" in line and "not ready" in line

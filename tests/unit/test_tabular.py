@@ -8,9 +8,9 @@ import numpy as np
 import pytest
 
 from flask_predict import InvalidInput
-from flask_predict.core import tabular
-from flask_predict.core.tabular import (ANY, NUMBER, TEXT, Column, known_categories, read_columns,
-                                        tabular_signature)
+from flask_predict import tabular
+from flask_predict.tabular import (ANY, NUMBER, TEXT, Column, known_categories, read_columns,
+                                   tabular_signature)
 from flask_predict.types import TensorSpec
 
 CITY = Column("city", TEXT, "BYTES", categories={"London": 0, "Paris": 1}, strict=True,

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import logging
+import os
 import subprocess
 import sys
 import threading
@@ -84,7 +85,9 @@ def test_with_tracing_off_no_opentelemetry_is_imported(model_config: dict[str, A
         "assert app.test_client().post('/v1/models/iris:predict', json=body).status_code == 200\n"
         "print(sorted(m for m in sys.modules if m.startswith('opentelemetry')))\n")
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
-                          env={"PATH": "/usr/bin:/bin", "OTEL_TRACES_EXPORTER": "none"})
+                          env={"PATH": "/usr/bin:/bin", "OTEL_TRACES_EXPORTER": "none",
+                               # the plugins of this tree, where a run puts them first
+                               "PYTHONPATH": os.environ.get("PYTHONPATH", "")})
     assert done.returncode == 0, done.stderr
     assert done.stdout.strip().splitlines()[-1] == "[]"
 

@@ -12,7 +12,7 @@ surface is Google's own front end, not a model server's).
 
 from __future__ import annotations
 
-from ...core.descriptor import Protocol, TryRequest
+from ...request.descriptor import Protocol, TryRequest
 from .settings import SECTION
 
 PROTOCOL = Protocol(

@@ -6,7 +6,7 @@ from __future__ import annotations
 from flask import Blueprint
 from flask.typing import ResponseReturnValue
 
-from .._http import error_handler, json_error
+from ...web.protocol_http import error_handler, json_error
 from .envelope import GoogleError, envelope
 
 bp = Blueprint("predict_aiplatform", __name__)

@@ -17,7 +17,7 @@ from flask.typing import ResponseReturnValue
 from . import settings
 from ...core.state import PredictState
 from ...errors import Code, ModelNotFound
-from .._http import as_predict_error, json_response
+from ...web.protocol_http import as_predict_error, json_response
 
 STATUS: dict[Code, tuple[int, str]] = {
     Code.INVALID_ARGUMENT: (400, "INVALID_ARGUMENT"),

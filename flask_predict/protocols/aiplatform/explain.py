@@ -15,11 +15,11 @@ from __future__ import annotations
 from typing import Any
 
 from ... import codecs
-from ...core import limits
+from ...request import limits
 from ...core.state import PredictState
 from ...errors import InvalidInput
 from ...models.served import LoadedVersion
-from .._body import parse_json
+from ...request.body import parse_json
 from .instances import Decoder, decode_predict
 
 VERTEX_ONLY = ("deployedModelId", "explanationSpecOverride")

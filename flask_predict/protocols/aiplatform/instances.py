@@ -8,11 +8,11 @@ from typing import Any, Callable
 import numpy as np
 
 from ... import codecs
-from ...core import limits
+from ...request import limits
 from ...core.state import PredictState
 from ...errors import InvalidInput, PredictorFailed
 from ...models.served import LoadedVersion
-from .._body import number_matrix, parse_json
+from ...request.body import number_matrix, parse_json
 
 Decoder = Callable[[Any], tuple[list[Any], dict[str, Any]]]
 """Splits a parsed body into the instances and the predictor's keyword arguments."""

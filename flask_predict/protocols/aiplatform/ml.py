@@ -22,7 +22,7 @@ from flask.typing import ResponseReturnValue
 from ...core.state import PredictState
 from ...errors import ModelNotFound, ModelNotReady
 from ...models.served import LoadedVersion
-from .._http import json_response, json_text, read_body, request_state
+from ...web.protocol_http import json_response, json_text, read_body, request_state
 from .blueprint import bp
 from .envelope import GoogleError, not_found, project_allowed
 from .explain import run_explain

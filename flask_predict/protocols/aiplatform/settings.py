@@ -7,7 +7,7 @@ import json
 from dataclasses import dataclass
 from typing import Any, Mapping
 
-from ...core.descriptor import HasSections, Section
+from ...request.descriptor import HasSections, Section
 from ...errors import ConfigError
 from ...settings.values import route_value, str_list
 from ...types import ModelSpec

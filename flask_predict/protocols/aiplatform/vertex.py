@@ -27,7 +27,7 @@ from . import settings
 from ...core.state import EXTENSION_KEY, PredictState
 from ...errors import ModelNotFound, ModelNotReady, PredictError
 from ...models.served import LoadedVersion
-from .._http import json_response, json_text, read_body, request_state
+from ...web.protocol_http import json_response, json_text, read_body, request_state
 from .blueprint import bp
 from .envelope import GoogleError, enveloped, not_found, project_allowed
 from .explain import run_explain

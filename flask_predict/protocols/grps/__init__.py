@@ -11,7 +11,7 @@ every worker.
 
 from __future__ import annotations
 
-from ...core.descriptor import Protocol, TryRequest
+from ...request.descriptor import Protocol, TryRequest
 from .settings import SECTION
 
 PROTOCOL = Protocol(

@@ -10,7 +10,7 @@ from importlib.metadata import PackageNotFoundError, version as package_version
 from typing import TYPE_CHECKING, Any, Iterator
 
 from . import wire, yaml_text
-from ...core import limits
+from ...request import limits
 from ...errors import InvalidInput, ModelNotFound, ModelNotReady
 from ...models.served import LoadedVersion, ServedModel
 from ...observability.traffic import Samples

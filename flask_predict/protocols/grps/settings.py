@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, Mapping
 
-from ...core.descriptor import HasSections, Section
+from ...request.descriptor import HasSections, Section
 from ...settings.values import bool_value
 from ...types import ModelSpec
 

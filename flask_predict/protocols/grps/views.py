@@ -26,9 +26,9 @@ from ...models.shared_state import StateDir
 from ...observability.metrics import INF, LATENCY_BUCKETS
 from ...observability.traffic import Samples, Snapshot, Totals
 from ...types import Limits
-from .._body import number_matrix, parse_json
-from .._http import (as_predict_error, error_handler, json_response, read_body, read_json,
-                     request_state, wsgi_environ)
+from ...request.body import number_matrix, parse_json
+from ...web.protocol_http import (as_predict_error, error_handler, json_response, read_body,
+                                  read_json, request_state, wsgi_environ)
 
 bp = Blueprint("predict_grps", __name__)
 

@@ -9,7 +9,7 @@ https://github.com/kserve/kserve/blob/master/docs/predict-api/v2/required_api.md
 
 from __future__ import annotations
 
-from ...core.descriptor import Protocol, TryRequest
+from ...request.descriptor import Protocol, TryRequest
 
 PROTOCOL = Protocol(
     name="kserve_v2",

@@ -15,7 +15,7 @@ from typing import Any, Mapping
 import numpy as np
 
 from ... import codecs
-from ...core.limits import check_shape
+from ...request.limits import check_shape
 from ...errors import InvalidInput
 from ...types import InferenceRequest, Limits, Signature, Tensor, TensorSpec
 from .binary import binary_to_array

@@ -15,7 +15,7 @@ from typing import Any, Iterable, Mapping, Sequence
 import numpy as np
 
 from ... import codecs
-from ...core.limits import check_shape
+from ...request.limits import check_shape
 from ...errors import InvalidInput
 from ...grpc.messages import v2
 from ...types import InferenceRequest, Limits, Signature, Tensor

@@ -20,7 +20,7 @@ from typing import Any
 import numpy as np
 
 from ... import codecs
-from ...core.limits import check_shape
+from ...request.limits import check_shape
 from ...errors import InvalidInput, PredictError
 from ...types import InferenceRequest, Limits, Signature, Tensor
 from .decoding import DecodedInfer, decode_outputs, read_shape

@@ -23,7 +23,7 @@ import numpy as np
 from google.protobuf import json_format
 
 from . import grpc_tensors, repository_ext, statistics, wire
-from ...core.record import current_request
+from ...request.record import current_request
 from ...errors import InvalidInput
 from ...grpc.messages import v2
 from .classification import classify

@@ -17,11 +17,11 @@ from flask.typing import ResponseReturnValue
 
 from . import binary, repository_ext, statistics, wire
 from ... import codecs
-from ...core.record import current_request
+from ...request.record import current_request
 from ...core.state import PredictState
 from ...errors import InvalidInput, ModelNotFound
-from .._body import parse_json
-from .._http import (error_handler, json_error, read_body, request_state, wsgi_environ)
+from ...request.body import parse_json
+from ...web.protocol_http import error_handler, json_error, read_body, request_state, wsgi_environ
 
 bp = Blueprint("predict_kserve_v2", __name__)
 

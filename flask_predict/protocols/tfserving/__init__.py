@@ -9,7 +9,7 @@ in :mod:`.servicer`.
 
 from __future__ import annotations
 
-from ...core.descriptor import Protocol, TryRequest
+from ...request.descriptor import Protocol, TryRequest
 from .settings import SECTION
 
 PROTOCOL = Protocol(

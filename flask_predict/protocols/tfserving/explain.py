@@ -14,7 +14,7 @@ from typing import Any
 
 from . import wire
 from ... import codecs
-from ...core import limits
+from ...request import limits
 from ...core.state import PredictState
 from ...errors import InvalidInput
 from ...models.served import LoadedVersion

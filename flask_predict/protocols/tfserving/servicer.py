@@ -18,7 +18,7 @@ from google.protobuf import json_format
 
 from . import lookup, tensor_proto, wire
 from ... import codecs
-from ...core import limits
+from ...request import limits
 from ...core.service import ModelService
 from ...errors import FailedPrecondition, InvalidInput
 from ...grpc.messages import tfs

@@ -17,14 +17,15 @@ from flask.typing import ResponseReturnValue
 
 from . import lookup, routing, settings, wire
 from ... import codecs
-from ...core import limits
+from ...request import limits
 from ...core.service import ModelService
 from ...core.state import PredictState
 from ...errors import InvalidInput
 from ...models.served import LoadedVersion
 from ...types import Example, InferenceRequest
-from .._body import number_matrix, parse_json
-from .._http import (JSON_MIMETYPE, error_handler, json_error, read_body, read_json, request_state)
+from ...request.body import number_matrix, parse_json
+from ...web.protocol_http import (JSON_MIMETYPE, error_handler, json_error, read_body, read_json,
+                                  request_state)
 from .explain import explain_answer
 
 bp = Blueprint("predict_tfserving", __name__)

@@ -18,7 +18,7 @@ import catboost as cb
 import numpy as np
 
 from flask_predict.errors import InvalidInput
-from flask_predict.core.tabular import ANY, NUMBER, TEXT, Column
+from flask_predict.tabular import ANY, NUMBER, TEXT, Column
 from flask_predict.types import Tensor
 
 
@@ -42,7 +42,7 @@ def layout(model: cb.CatBoost) -> tuple[Column, ...] | None:
 
 
 def to_pool(columns: Mapping[str, Tensor], layout: Sequence[Column]) -> cb.Pool:
-    """The ``Pool`` of *columns* (checked by :func:`flask_predict.core.tabular.read_columns`)."""
+    """The ``Pool`` of *columns* (checked by :func:`flask_predict.tabular.read_columns`)."""
     data: dict[str, Any] = {}
     categorical, text = [], []
     for index, column in enumerate(layout):

@@ -6,7 +6,7 @@ import os
 import re
 from typing import Any, Mapping
 
-from flask_predict.models.artifacts import pickled_module
+from flask_predict.storage.artifacts import pickled_module
 from flask_predict.models.plugins import Manifest
 
 NATIVE_FILE = "model.cbm"

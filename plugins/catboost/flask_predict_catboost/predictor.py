@@ -27,8 +27,8 @@ from flask_predict import (Explanation, FailedPrecondition, ModelMetadata, Predi
                            Signature, TensorSpec)
 from flask_predict.codecs import NUMPY_TO_V2
 from flask_predict.explanation import from_contributions
-from flask_predict.core.runtime import process_threads
-from flask_predict.core.tabular import feature_rows, read_columns, tabular_signature
+from flask_predict.runtime.resources import process_threads
+from flask_predict.tabular import feature_rows, read_columns, tabular_signature
 from flask_predict.types import DEFAULT_SIGNATURE, Tensor
 
 from .columns import layout, to_pool
@@ -65,7 +65,7 @@ class CatBoostPredictor(Predictor):
 
     def after_fork(self) -> None:
         """The model's ``thread_count`` option, else this process's thread count
-        (:func:`flask_predict.core.runtime.process_threads`: each worker's share of the cores),
+        (:func:`flask_predict.runtime.resources.process_threads`: each worker's share of the cores),
         else CatBoost's default (every core)."""
         self.threads = self.thread_count or process_threads() or -1
 

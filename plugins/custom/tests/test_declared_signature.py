@@ -14,7 +14,7 @@ from flask import Flask
 from flask.testing import FlaskClient
 
 from flask_predict import FlaskPredict
-from flask_predict.cli.demo import make_iris_names
+from flask_predict.models.demo import make_iris_names
 from flask_predict_custom import CustomPredictor
 from tests.models import make_custom
 

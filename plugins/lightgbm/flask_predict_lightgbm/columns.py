@@ -1,6 +1,6 @@
 """What a LightGBM model tells of its features: names, and the categories of the columns it
 was fitted on as pandas categories (a request's columns become the matrix LightGBM
-predicts from through :func:`flask_predict.core.tabular.code_matrix`).
+predicts from through :func:`flask_predict.tabular.code_matrix`).
 
 A model fitted on a pandas DataFrame keeps the column names, and for each column of the
 ``category`` dtype its categories (``pandas_categorical``, in the frame's order). Such a
@@ -20,7 +20,7 @@ from typing import Any, Sequence
 
 import lightgbm as lgb
 
-from flask_predict.core.tabular import NUMBER, TEXT, Column, known_categories
+from flask_predict.tabular import NUMBER, TEXT, Column, known_categories
 
 logger = logging.getLogger(__name__)
 

@@ -15,7 +15,7 @@ import numpy as np
 
 from flask_predict import Explanation
 from flask_predict.explanation import from_contributions
-from flask_predict.core.tabular import Column
+from flask_predict.tabular import Column
 from flask_predict.types import Tensor
 
 OUTPUT_NAME = "raw_score"

@@ -5,7 +5,7 @@ from __future__ import annotations
 import os
 from typing import Any, Mapping
 
-from flask_predict.models.artifacts import pickled_module
+from flask_predict.storage.artifacts import pickled_module
 from flask_predict.models.plugins import Manifest
 
 TEXT_FILES = ("model.txt", "model.lgb", "model.bst")

@@ -27,8 +27,8 @@ import numpy as np
 from flask_predict import (Explanation, FailedPrecondition, ModelMetadata, Predictor,
                            Signature, TensorSpec)
 from flask_predict.codecs import NUMPY_TO_V2
-from flask_predict.core.runtime import process_threads
-from flask_predict.core.tabular import code_matrix, feature_rows, read_columns, tabular_signature
+from flask_predict.runtime.resources import process_threads
+from flask_predict.tabular import code_matrix, feature_rows, read_columns, tabular_signature
 from flask_predict.types import DEFAULT_SIGNATURE, Tensor
 
 from .columns import feature_properties, layout
@@ -80,7 +80,7 @@ class LightGBMPredictor(Predictor):
 
     def after_fork(self) -> None:
         """The model's ``num_threads`` option, else this process's thread count
-        (:func:`flask_predict.core.runtime.process_threads`: one in the gunicorn master, which
+        (:func:`flask_predict.runtime.resources.process_threads`: one in the gunicorn master, which
         loads shared models; each worker's share of the cores in a worker), else LightGBM's
         default (every core)."""
         self.threads = self.num_threads or process_threads() or 0

@@ -9,7 +9,7 @@ under any name); each output it asks for is computed, every one by default.
 A session is created in each worker (the manifest does not share ONNX models): ONNX
 Runtime's thread pools do not survive a fork. Its intra-op pool takes the model's
 ``intra_op_num_threads`` setting, else the worker's thread count
-(:func:`flask_predict.core.runtime.process_threads`); operators run one after another.
+(:func:`flask_predict.runtime.resources.process_threads`); operators run one after another.
 """
 
 from __future__ import annotations
@@ -21,7 +21,7 @@ import onnxruntime as ort
 
 from flask_predict import (FailedPrecondition, InvalidInput, ModelMetadata, Predictor,
                            Signature, TensorSpec)
-from flask_predict.core.runtime import process_threads
+from flask_predict.runtime.resources import process_threads
 from flask_predict.types import DEFAULT_SIGNATURE, Tensor
 
 from .manifest import MODEL_FILE

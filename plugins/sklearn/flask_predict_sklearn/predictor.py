@@ -21,12 +21,12 @@ import numpy as np
 
 from flask_predict import (Explanation, FailedPrecondition, InvalidInput, ModelMetadata,
                            PredictError, Predictor, Signature, TensorSpec)
-from flask_predict.models.artifacts import UNPICKLING_ERRORS, unreadable_pickle
+from flask_predict.storage.artifacts import UNPICKLING_ERRORS, unreadable_pickle
 from flask_predict.codecs import NUMPY_TO_V2, check_shape
 from flask_predict.errors import one_line
 from flask_predict.explanation import cannot_explain
-from flask_predict.core.tabular import (NUMBER, known_categories, read_columns, refused_feature,
-                                        refused_number, single_input, tabular_signature)
+from flask_predict.tabular import (NUMBER, known_categories, read_columns, refused_feature,
+                                   refused_number, single_input, tabular_signature)
 from flask_predict.types import DEFAULT_SIGNATURE, Tensor
 
 from .columns import layout

@@ -1,7 +1,7 @@
 """GPU memory for one worker process.
 
 Which GPU a worker uses is decided once, by the server, before TensorFlow loads
-(``flask_predict.core.runtime.assign_gpu`` narrows ``CUDA_VISIBLE_DEVICES`` to it). This module
+(``flask_predict.runtime.resources.assign_gpu`` narrows ``CUDA_VISIBLE_DEVICES`` to it). This module
 only lets memory grow on demand on the GPUs this process sees. Without a GPU nothing
 changes and models run on the CPU.
 """

@@ -24,7 +24,7 @@ import numpy as np
 import tensorflow as tf
 
 from flask_predict import ConfigError, InvalidInput, ModelMetadata, Predictor
-from flask_predict.core import deadline
+from flask_predict.runtime import deadline
 from flask_predict.types import (Classification, Example, InferenceRequest, Signature,
                                  Tensor, TensorSpec)
 

@@ -26,8 +26,8 @@ from tensorflow.python.client import pywrap_tf_session as tf_session
 from tensorflow.python.saved_model.loader_impl import SavedModelLoader
 
 from flask_predict import InvalidInput, ModelMetadata, Predictor
-from flask_predict.core import deadline
-from flask_predict.models.artifacts import empty
+from flask_predict.runtime import deadline
+from flask_predict.storage.artifacts import empty
 from flask_predict.errors import DeadlineExceeded, UnreadableModel, one_line
 from flask_predict.types import (Classification, Example, InferenceRequest, Signature,
                                  Tensor, TensorSpec)

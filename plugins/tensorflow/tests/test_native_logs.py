@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from flask_predict.core import runtime
+from flask_predict.runtime import resources as runtime
 from flask_predict_tensorflow import environment
 
 SCRIPT = textwrap.dedent("""

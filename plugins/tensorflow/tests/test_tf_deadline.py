@@ -39,7 +39,7 @@ def export_blocking(path: Path) -> None:
 
 CALL = """
 import numpy as np
-from flask_predict.core import deadline
+from flask_predict.runtime import deadline
 from flask_predict.errors import DeadlineExceeded
 from flask_predict_tensorflow import TensorFlowPredictor
 

@@ -1,6 +1,6 @@
 """What an XGBoost model tells of its features: names, types and the categories of its
 categorical features (a request's columns become the matrix XGBoost predicts from through
-:func:`flask_predict.core.tabular.code_matrix`).
+:func:`flask_predict.tabular.code_matrix`).
 
 A model trained with feature names (from a pandas DataFrame, or ``feature_names`` given to
 its ``DMatrix``) takes one input per feature: numbers (float32; NaN or null is missing), or
@@ -23,7 +23,7 @@ from typing import Any, Sequence
 
 import xgboost as xgb
 
-from flask_predict.core.tabular import NUMBER, TEXT, Column, known_categories
+from flask_predict.tabular import NUMBER, TEXT, Column, known_categories
 
 logger = logging.getLogger(__name__)
 

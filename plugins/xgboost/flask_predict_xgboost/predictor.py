@@ -33,10 +33,10 @@ import xgboost as xgb
 from flask_predict import (Explanation, FailedPrecondition, ModelMetadata, Predictor,
                            Signature, TensorSpec)
 from flask_predict.codecs import NUMPY_TO_V2
-from flask_predict.models.artifacts import UNPICKLING_ERRORS, empty, unreadable_pickle
+from flask_predict.storage.artifacts import UNPICKLING_ERRORS, empty, unreadable_pickle
 from flask_predict.errors import UnreadableModel
-from flask_predict.core.tabular import (code_matrix, feature_rows, read_columns, refused_feature,
-                                        refused_number, tabular_signature)
+from flask_predict.tabular import (code_matrix, feature_rows, read_columns, refused_feature,
+                                   refused_number, tabular_signature)
 from flask_predict.types import DEFAULT_SIGNATURE, Tensor
 
 from .columns import feature_properties, layout

@@ -9,7 +9,7 @@ the same JSON as text, ``tally.Tally/Drain`` changes nothing but is an admin rpc
 
 from __future__ import annotations
 
-from flask_predict.core.descriptor import Protocol, TryRequest
+from flask_predict.request.descriptor import Protocol, TryRequest
 
 from .settings import SECTION
 

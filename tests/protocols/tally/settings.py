@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, Mapping
 
-from flask_predict.core.descriptor import HasSections, Section
+from flask_predict.request.descriptor import HasSections, Section
 from flask_predict.errors import ConfigError
 
 

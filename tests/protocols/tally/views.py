@@ -5,10 +5,10 @@ from __future__ import annotations
 from flask import Blueprint
 from flask.typing import ResponseReturnValue
 
-from flask_predict.core import limits
+from flask_predict.request import limits
 from flask_predict.errors import InvalidInput, ModelNotFound
-from flask_predict.protocols._http import (error_handler, json_error, json_response, read_json,
-                                           request_state)
+from flask_predict.web.protocol_http import (error_handler, json_error, json_response, read_json,
+                                             request_state)
 
 from . import settings
 

@@ -29,7 +29,7 @@ from typing import Any, Callable
 
 import numpy as np
 
-from ..models import plugins
+from . import plugins
 
 CUSTOM_ROUTINE = '''
 """An AI Platform custom prediction routine, as Google's own sample writes it."""

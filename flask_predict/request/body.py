@@ -1,6 +1,6 @@
 """What every protocol reads from a JSON request body, without Flask: the bounded parse,
 the fast read of a plain matrix of numbers, and the words for a JSON value's kind. The REST
-views (:mod:`._http` reads the body) and the pure decoders share them."""
+views (:mod:`flask_predict.web.protocol_http` reads the body) and the pure decoders share them."""
 
 from __future__ import annotations
 

@@ -26,10 +26,9 @@ from dataclasses import dataclass
 from typing import Any, Callable, Iterable, Mapping
 
 from ..errors import ConfigError, did_you_mean
-from ..models.artifacts import artifact_file, version_folders, version_path
-from ..models.plugins import (check_options, detect_predictor, install_hint, installed_names,
-                              manifests)
-from ..models.served import ServedModel
+from ..storage.artifacts import artifact_file, version_folders, version_path
+from .plugins import check_options, detect_predictor, install_hint, installed_names, manifests
+from .served import ServedModel
 from ..settings.model_config import MODEL_KEYS
 from ..types import ModelSpec
 

@@ -17,7 +17,7 @@ from typing import Any, Mapping
 from urllib.parse import urlsplit
 
 from ..errors import ConfigError
-from ..settings.values import number_value
+from .values import number_value
 from ..types import ModelSpec
 
 DEFAULTS: dict[str, Any] = {

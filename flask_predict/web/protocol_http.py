@@ -13,13 +13,13 @@ from werkzeug.exceptions import ClientDisconnected, HTTPException, RequestEntity
 from werkzeug.routing import RoutingException
 
 from .. import codecs
-from ..core import memory
-from ..core.record import current_request
+from ..runtime import memory
+from ..request.record import current_request
 from ..core.scope import probe_answer
 from ..core.state import PredictState
 from ..errors import InvalidInput, PayloadTooLarge, PredictError
-from ..web.current import get_state
-from ._body import parse_json
+from .current import get_state
+from ..request.body import parse_json
 
 logger = logging.getLogger("flask_predict.protocols")
 

@@ -12,7 +12,7 @@ from pathlib import Path
 import click
 from flask.cli import AppGroup
 
-from . import check as checking
+from ..models import check as checking
 
 predict_group = AppGroup("predict", help="Models served by flask-predict.")
 
@@ -20,7 +20,7 @@ predict_group = AppGroup("predict", help="Models served by flask-predict.")
 @predict_group.command("models")
 def models() -> None:
     """List the app's models, their versions and their state."""
-    from ..web.current import get_state
+    from .current import get_state
 
     for served in get_state().service.models():
         states = ", ".join(f"{number}: {status.state}"
@@ -54,6 +54,6 @@ def check(path: str, model_name: str | None, predictor: str | None, options: tup
 @click.argument("directory", default="demo/models", type=click.Path(file_okay=False))
 def demo(directory: str) -> None:
     """Write the demo models and their models.json."""
-    from .demo import write_demo
+    from ..models.demo import write_demo
 
     write_demo(Path(directory), echo=click.echo)

@@ -5,9 +5,9 @@ each version says about itself, without starting a server.
 as ``--model_base_path``) or a model config file (``--model_config_file``). The check runs
 ``serve``'s own loading rules, nothing of its own: the model configuration read as the
 server reads it (:func:`flask_predict.settings.model_config.load_models`), the master's check
-(:func:`flask_predict.core.startup.check_models`), a worker's first load
+(:func:`flask_predict.models.startup.check_models`), a worker's first load
 (:meth:`flask_predict.models.repository.ModelRepository.sync`, warm-up included) and the start-up
-rule (:func:`flask_predict.core.startup.failures`). So it agrees with ``serve`` on every folder.
+rule (:func:`flask_predict.models.startup.failures`). So it agrees with ``serve`` on every folder.
 """
 
 from __future__ import annotations
@@ -18,12 +18,12 @@ from dataclasses import dataclass, field
 from typing import Any, Callable, Mapping
 
 from ..core.assembly import model_store
-from ..core.startup import check_models, failures
+from .startup import check_models, failures
 from ..errors import ConfigError
-from ..models.artifacts import version_folders, version_path
-from ..models.plugins import installed_names, load_predictor_class
-from ..models.repository import plugin_for
-from ..models.served import ServedModel
+from ..storage.artifacts import version_folders, version_path
+from .plugins import installed_names, load_predictor_class
+from .repository import plugin_for
+from .served import ServedModel
 from ..predictor import Predictor
 from ..settings.model_config import load_models
 from ..storage.uri import is_remote

@@ -23,9 +23,9 @@ from typing import Any, Mapping, Sequence
 
 import numpy as np
 
-from .. import codecs
-from ..errors import FailedPrecondition, InvalidInput
-from ..types import Signature, Tensor, TensorSpec
+from . import codecs
+from .errors import FailedPrecondition, InvalidInput
+from .types import Signature, Tensor, TensorSpec
 
 NUMBER, TEXT, ANY = "number", "text", "any"
 """Column kinds: numbers (float64, NaN where missing), text (``str``, ``None`` where
