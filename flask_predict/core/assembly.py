@@ -5,27 +5,25 @@ control, service, metrics, tracing, payload log, request scopes) into one
 :class:`~flask_predict.core.state.PredictState`. The transports are wrapped around it: the Flask
 extension registers its blueprints and hooks on it, the gRPC server serves it with no Flask
 app at all, and ``flask-predict check`` and the Python API build from the same pieces.
-:func:`model_store` is the one place where a repository and its watcher are wired, for an
-app, the gunicorn master's shared models and ``flask-predict check`` alike.
+:func:`~flask_predict.models.store.model_store` wires its repository and watcher.
 """
 
 from __future__ import annotations
 
-from typing import Any, Callable
+from typing import Any
 
 from ..models import startup
 from ..models.control import ModelControl
 from ..models.plugins import load_predictor_class
-from ..models.repository import (LoadListener, Loader, ModelRepository, PredictorLookup,
-                                 SharedVersion)
+from ..models.repository import PredictorLookup
 from ..models.served import Shelf
 from ..models.shared_state import StateDir
-from ..models.watcher import UNLOADED_MODELS, Watcher
+from ..models.store import model_store
+from ..models.watcher import UNLOADED_MODELS
 from ..payload_log import PayloadLog
 from ..settings.config import Settings
 from ..tracing import open_tracing
 from ..tracing import wanted as tracing_wanted
-from ..types import ModelSpec
 from .service import ModelService
 from .state import PredictState
 
@@ -76,28 +74,3 @@ def assemble(settings: Settings, models: Any = None,
         if start:
             watcher.start()
     return state
-
-
-def model_store(specs: tuple[ModelSpec, ...], models: Any, config_file: str | None,
-                poll_seconds: float | None, lookup: PredictorLookup, *,
-                listener: LoadListener | None = None, shelf: Shelf | None = None,
-                shared: SharedVersion | None = None, load: Loader | None = None,
-                select: Callable[[ModelSpec], bool] | None = None, load_first: bool = False,
-                unloaded: Any = None, warm: bool = True
-                ) -> tuple[ModelRepository, Watcher | None]:
-    """A repository of *specs* and, unless *poll_seconds* is ``None``, the watcher that
-    loads and reloads it (every *poll_seconds*; 0: once).
-
-    A worker passes the *shelf* it inherited; the gunicorn master passes *shared* (which
-    versions it loads), its *load* and *select* (the models with a shared version); an app
-    passes the *unloaded* name set of V2's repository extension.
-    """
-    repository = ModelRepository(lookup, listener, shelf, warm=warm and shared is None,
-                                 shared=shared, load=load)
-    if load_first:
-        skipped = unloaded.read() if unloaded is not None else frozenset()
-        repository.announce(spec for spec in specs if spec.name not in skipped)
-    if poll_seconds is None:
-        return repository, None
-    return repository, Watcher(repository, models, config_file, poll_seconds, specs,
-                               load_first=load_first, unloaded=unloaded, select=select)

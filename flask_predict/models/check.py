@@ -17,7 +17,7 @@ import os
 from dataclasses import dataclass, field
 from typing import Any, Callable, Mapping
 
-from ..core.assembly import model_store
+from .store import model_store
 from .startup import check_models, failures
 from ..errors import ConfigError
 from ..storage.artifacts import version_folders, version_path

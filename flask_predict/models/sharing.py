@@ -167,7 +167,7 @@ class MasterModels:
                  lookup: Callable[[str], type[Predictor]] = load_predictor_class) -> None:
         self.shareable = shareable or Shareable()
         self._plugin_class = lookup
-        from ..core.assembly import model_store
+        from .store import model_store
 
         self.repository, watcher = model_store(
             specs, models, config_file, poll_seconds, self._lookup, shared=self.shareable,
