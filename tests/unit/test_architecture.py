@@ -23,15 +23,15 @@ PLUGINS = ("flask_predict_sklearn", "flask_predict_xgboost", "flask_predict_cust
            "flask_predict_onnx")
 
 
-def module_name(path: Path) -> str:
-    parts = list(path.relative_to(ROOT).with_suffix("").parts)
+def module_name(path: Path, root: Path = ROOT) -> str:
+    parts = list(path.relative_to(root).with_suffix("").parts)
     if parts[-1] == "__init__":
         parts.pop()
     return ".".join(parts)
 
 
-def modules() -> dict[str, Path]:
-    return {module_name(p): p for p in PACKAGE.rglob("*.py")}
+def modules(package: Path = PACKAGE) -> dict[str, Path]:
+    return {module_name(p, package.parent): p for p in package.rglob("*.py")}
 
 
 @dataclass(frozen=True)
@@ -260,10 +260,125 @@ def test_no_import_cycles_anywhere_in_the_package() -> None:
 
 
 def flask_free_modules() -> list[str]:
-    """The core's modules and the non-Flask halves of the protocols and the transport."""
-    parts = load_layers()["parts"]
-    return sorted(name for name in modules()
-                  if part_of(name, parts) in ("core", "protocol", "transport", "face"))
+    """The modules of every part a rule keeps from Flask (the core and all below it, the
+    non-Flask halves of the protocols and the transport) and the face."""
+    layers = load_layers()
+    free = {"face"} | {part for rule in layers["rules"] if "flask" in rule.get("never_import", ())
+                       for part in rule["parts"]}
+    return sorted(name for name in modules() if part_of(name, layers["parts"]) in free)
+
+
+def package_of(module: str) -> str:
+    """The package a module stands in: its folder under the root (``flask_predict.core``
+    for ``flask_predict.core.service``), a module at the root for itself (``errors``), and the
+    root's ``__init__`` (the face) as ``flask_predict``."""
+    parts = module.split(".")
+    return parts[1] if len(parts) > 1 else parts[0]
+
+
+def package_imports(found: dict[str, Path]) -> dict[tuple[str, str], list[str]]:
+    """(importing package, imported package) -> the imports between them, one line each
+    (``module:line -> target (how)``); every import counts but a load by name."""
+    known = set(found)
+    edges: dict[tuple[str, str], list[str]] = {}
+    for name, path in sorted(found.items()):
+        for reach in reaches(name, path.read_text(), known, path.name == "__init__.py"):
+            if reach.how in ("attribute", "by-name") or reach.target not in known:
+                continue
+            pair = (package_of(name), package_of(reach.target))
+            if pair[0] != pair[1]:
+                edges.setdefault(pair, []).append(
+                    f"{name}:{reach.line} -> {reach.target} ({reach.how})")
+    return edges
+
+
+def package_rings(edges: dict[tuple[str, str], list[str]]) -> list[list[str]]:
+    """Every set of two or more packages that import each other, however far round (the
+    strongly connected components of the package graph), each sorted."""
+    graph: dict[str, set[str]] = {}
+    for source, target in edges:
+        graph.setdefault(source, set()).add(target)
+        graph.setdefault(target, set())
+    reach = {node: _reachable(graph, node) for node in graph}
+    rings = {tuple(sorted(n for n in graph if n in reach[node] and node in reach[n]))
+             for node in graph}
+    return sorted(list(ring) for ring in rings if len(ring) > 1)
+
+
+def _reachable(graph: dict[str, set[str]], start: str) -> set[str]:
+    seen: set[str] = set()
+    todo = [start]
+    while todo:
+        for target in graph[todo.pop()]:
+            if target not in seen:
+                seen.add(target)
+                todo.append(target)
+    return seen
+
+
+def upward_imports(edges: dict[tuple[str, str], list[str]],
+                   floors: list[list[str]]) -> list[str]:
+    """The imports from a package to one on a floor above it (*floors* top first), and from or
+    to a package no floor names."""
+    floor = {package: index for index, names in enumerate(floors) for package in names}
+    found = []
+    for (source, target), lines in sorted(edges.items()):
+        if source not in floor or target not in floor:
+            found.append(f"{source} -> {target}: a package no floor names")
+        elif floor[target] < floor[source]:
+            found.extend(f"up from {source} to {target}: {line}" for line in lines)
+    return found
+
+
+def test_no_ring_between_packages() -> None:
+    edges = package_imports(modules())
+    rings = package_rings(edges)
+    detail = [f"{' <-> '.join(ring)}: " + "; ".join(
+        line for (a, b), lines in edges.items() if a in ring and b in ring for line in lines[:2])
+        for ring in rings]
+    assert rings == [], "rings between packages:\n" + "\n".join(detail)
+
+
+def test_no_import_between_folders_points_up() -> None:
+    floors = load_layers()["floors"]
+    named = [package for names in floors for package in names]
+    assert len(named) == len(set(named)), "a package on two floors"
+    present = {package_of(name) for name in modules()}
+    assert present - set(named) == set(), "packages no floor names"
+    broken = upward_imports(package_imports(modules()), floors)
+    assert broken == [], "\n".join(broken)
+
+
+def write_tree(root: Path, files: dict[str, str]) -> Path:
+    """A package ``pkg`` under *root* made of *files* (path under ``pkg/`` -> source)."""
+    for relative, source in files.items():
+        path = root / "pkg" / relative
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(source)
+    return root / "pkg"
+
+
+def test_the_package_checks_catch_a_ring_no_file_cycle_shows(tmp_path: Path) -> None:
+    """Two packages importing each other through different files: no cycle between files,
+    a ring between packages, and one of its two imports points up."""
+    package = write_tree(tmp_path, {
+        "__init__.py": "", "errors.py": "",
+        "high/__init__.py": "", "high/view.py": "from ..low.base import X\n",
+        "high/shared.py": "from ..errors import E\n",
+        "low/__init__.py": "", "low/base.py": "X = 1\n",
+        "low/helper.py": "def f():\n    from ..high.shared import Y\n"})
+    found = modules(package)
+    graph = {name: imports(name, path, set(found)) for name, path in found.items()}
+    assert graph["pkg.low.helper"] == {"pkg.high.shared"}
+    edges = package_imports(found)
+    assert package_rings(edges) == [["high", "low"]]
+    assert upward_imports(edges, [["high"], ["low"], ["errors"]]) == [
+        "up from low to high: pkg.low.helper:2 -> pkg.high.shared (deferred)"]
+    assert upward_imports(edges, [["high"], ["low"]])[0] == (
+        "high -> errors: a package no floor names")
+    del edges[("low", "high")]
+    assert package_rings(edges) == []
+    assert upward_imports(edges, [["high", "low"], ["errors"]]) == []
 
 
 @pytest.mark.parametrize("group", [tuple(flask_free_modules()), PLUGINS],
