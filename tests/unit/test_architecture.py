@@ -437,6 +437,62 @@ def test_the_flask_side_is_still_one_import_away() -> None:
         getattr(flask_predict, "no_such_name")
 
 
+PLUGIN_FACE = "flask_predict.plugin"
+
+
+def plugin_sources() -> dict[str, Path]:
+    """Every module of the bundled plugins and of the test suite's third-party plugin."""
+    found = {}
+    for folder in [*sorted((ROOT / "plugins").glob("*/flask_predict_*")),
+                   ROOT / "tests" / "thirdparty_plugin" / "flask_predict_threshold"]:
+        found.update(modules(folder))
+    return found
+
+
+def past_the_face(name: str, source: str) -> list[str]:
+    """The imports of flask-predict that plugin module *name* makes other than the plugin
+    face (:mod:`flask_predict.plugin`), one line each."""
+    found = []
+    for node in ast.walk(ast.parse(source)):
+        if isinstance(node, ast.Import):
+            targets = [alias.name for alias in node.names]
+        elif isinstance(node, ast.ImportFrom) and not node.level:
+            targets = [node.module or ""]
+        else:
+            continue
+        found.extend(f"{name}:{node.lineno} imports {target}" for target in targets
+                     if target.split(".")[0] == "flask_predict" and target != PLUGIN_FACE)
+    return found
+
+
+def test_every_plugin_imports_only_the_plugin_face() -> None:
+    sources = plugin_sources()
+    assert {name.split(".")[0] for name in sources} >= set(PLUGINS)
+    broken = [line for name, path in sorted(sources.items())
+              for line in past_the_face(name, path.read_text())]
+    assert broken == [], "\n".join(broken)
+
+
+def test_the_plugin_check_catches_a_reach_past_the_face() -> None:
+    source = ("from flask_predict.plugin import Predictor\n"
+              "from flask_predict import Predictor as Root\n"
+              "import flask_predict.tabular\n"
+              "def load():\n"
+              "    from flask_predict.models.plugins import Manifest\n"
+              "from flask_predict_sklearn import manifest\n")
+    assert past_the_face("flask_predict_x.predictor", source) == [
+        "flask_predict_x.predictor:2 imports flask_predict",
+        "flask_predict_x.predictor:3 imports flask_predict.tabular",
+        "flask_predict_x.predictor:5 imports flask_predict.models.plugins"]
+
+
+def test_the_plugin_face_exports_what_it_names() -> None:
+    import flask_predict.plugin as face
+
+    assert sorted(face.__all__) == sorted(set(face.__all__))
+    assert [name for name in face.__all__ if not hasattr(face, name)] == []
+
+
 def test_reading_every_plugin_manifest_imports_no_framework() -> None:
     """The gunicorn master checks model settings and detects plugins from the manifests:
     it must never load TensorFlow, scikit-learn or XGBoost (TensorFlow is not fork-safe)."""

@@ -17,9 +17,7 @@ from typing import Any, Mapping, Sequence
 import catboost as cb
 import numpy as np
 
-from flask_predict.errors import InvalidInput
-from flask_predict.tabular import ANY, NUMBER, TEXT, Column
-from flask_predict.types import Tensor
+from flask_predict.plugin import ANY, NUMBER, TEXT, Column, InvalidInput, Tensor
 
 
 def layout(model: cb.CatBoost) -> tuple[Column, ...] | None:

@@ -6,8 +6,7 @@ import os
 import re
 from typing import Any, Mapping
 
-from flask_predict.storage.artifacts import pickled_module
-from flask_predict.models.plugins import Manifest
+from flask_predict.plugin import Manifest, pickled_module
 
 NATIVE_FILE = "model.cbm"
 """``save_model``'s own format (every model, text features included)."""

@@ -23,13 +23,10 @@ import catboost as cb
 import joblib
 import numpy as np
 
-from flask_predict import (Explanation, FailedPrecondition, ModelMetadata, Predictor,
-                           Signature, TensorSpec)
-from flask_predict.codecs import NUMPY_TO_V2
-from flask_predict.explanation import from_contributions
-from flask_predict.runtime.resources import process_threads
-from flask_predict.tabular import feature_rows, read_columns, tabular_signature
-from flask_predict.types import DEFAULT_SIGNATURE, Tensor
+from flask_predict.plugin import (DEFAULT_SIGNATURE, NUMPY_TO_V2, Explanation, FailedPrecondition,
+                                  ModelMetadata, Predictor, Signature, Tensor, TensorSpec,
+                                  feature_rows, from_contributions, process_threads, read_columns,
+                                  tabular_signature)
 
 from .columns import layout, to_pool
 from .manifest import JSON_FILE, NATIVE_FILE, PICKLE_FILES, is_catboost_json

@@ -23,9 +23,8 @@ import dataclasses
 import inspect
 from typing import Any, Mapping, Sequence
 
-from flask_predict import Explanation, ModelMetadata, Predictor, codecs
-from flask_predict.explanation import cannot_explain
-from flask_predict.types import Tensor
+from flask_predict.plugin import (Explanation, ModelMetadata, Predictor, Tensor, cannot_explain,
+                                  tensors_to_instances)
 
 from .modules import VersionModules
 from .routine import (class_setting, close_routine, fork_routine, is_aiplatform,
@@ -95,7 +94,7 @@ class CustomPredictor(Predictor):
     def explain(self, inputs: Mapping[str, Tensor],
                 signature: str | None = None) -> Explanation:
         """Named tensors (TF Serving's and KServe's ``:explain``) as the class's instances."""
-        return self.explain_instances(codecs.tensors_to_instances(inputs))
+        return self.explain_instances(tensors_to_instances(inputs))
 
     def metadata(self) -> ModelMetadata:
         return self._metadata

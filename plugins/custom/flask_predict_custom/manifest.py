@@ -4,8 +4,7 @@ from __future__ import annotations
 
 from typing import Any, Mapping
 
-from flask_predict.errors import ConfigError
-from flask_predict.models.plugins import Manifest
+from flask_predict.plugin import ConfigError, Manifest
 
 from .discovery import routine_classes
 from .routine import CLASS_OPTIONS

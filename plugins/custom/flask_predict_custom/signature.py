@@ -6,9 +6,8 @@ from __future__ import annotations
 
 from typing import Any, Mapping
 
-from flask_predict import ModelMetadata
-from flask_predict.codecs import V2_TO_NUMPY
-from flask_predict.types import DEFAULT_SIGNATURE, Signature, TensorSpec
+from flask_predict.plugin import (DEFAULT_SIGNATURE, V2_TO_NUMPY, ModelMetadata, Signature,
+                                  TensorSpec)
 
 from .modules import VersionModules
 

@@ -19,9 +19,7 @@ from __future__ import annotations
 import dataclasses
 from typing import Any, Mapping
 
-from flask_predict import Predictor
-from flask_predict.errors import FailedPrecondition, InvalidInput
-from flask_predict.types import ModelMetadata
+from flask_predict.plugin import FailedPrecondition, InvalidInput, ModelMetadata, Predictor
 
 from .modules import VersionModules
 from .routine import (class_setting, close_routine, fork_routine, is_aiplatform,

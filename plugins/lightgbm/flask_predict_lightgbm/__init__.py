@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from flask_predict.models.plugins import lazy_attributes
+from flask_predict.plugin import lazy_attributes
 
 if TYPE_CHECKING:  # pragma: no cover - for type checkers only
     from .predictor import LightGBMPredictor

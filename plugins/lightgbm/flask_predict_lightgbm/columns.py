@@ -20,7 +20,7 @@ from typing import Any, Sequence
 
 import lightgbm as lgb
 
-from flask_predict.tabular import NUMBER, TEXT, Column, known_categories
+from flask_predict.plugin import NUMBER, TEXT, Column, known_categories
 
 logger = logging.getLogger(__name__)
 

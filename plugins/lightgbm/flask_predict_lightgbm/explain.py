@@ -13,10 +13,7 @@ from typing import Any, Sequence
 import lightgbm as lgb
 import numpy as np
 
-from flask_predict import Explanation
-from flask_predict.explanation import from_contributions
-from flask_predict.tabular import Column
-from flask_predict.types import Tensor
+from flask_predict.plugin import Column, Explanation, Tensor, from_contributions
 
 OUTPUT_NAME = "raw_score"
 

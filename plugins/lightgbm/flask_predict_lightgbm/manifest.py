@@ -5,8 +5,7 @@ from __future__ import annotations
 import os
 from typing import Any, Mapping
 
-from flask_predict.storage.artifacts import pickled_module
-from flask_predict.models.plugins import Manifest
+from flask_predict.plugin import Manifest, pickled_module
 
 TEXT_FILES = ("model.txt", "model.lgb", "model.bst")
 """``Booster.save_model`` files: ``model.txt`` as LightGBM's documentation names it,

@@ -24,12 +24,10 @@ import joblib
 import lightgbm as lgb
 import numpy as np
 
-from flask_predict import (Explanation, FailedPrecondition, ModelMetadata, Predictor,
-                           Signature, TensorSpec)
-from flask_predict.codecs import NUMPY_TO_V2
-from flask_predict.runtime.resources import process_threads
-from flask_predict.tabular import code_matrix, feature_rows, read_columns, tabular_signature
-from flask_predict.types import DEFAULT_SIGNATURE, Tensor
+from flask_predict.plugin import (DEFAULT_SIGNATURE, NUMPY_TO_V2, Explanation, FailedPrecondition,
+                                  ModelMetadata, Predictor, Signature, Tensor, TensorSpec,
+                                  code_matrix, feature_rows, process_threads, read_columns,
+                                  tabular_signature)
 
 from .columns import feature_properties, layout
 from .explain import explain

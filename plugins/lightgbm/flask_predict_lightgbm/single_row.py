@@ -21,7 +21,7 @@ import lightgbm as lgb
 import numpy as np
 from lightgbm import basic
 
-from flask_predict.types import Tensor
+from flask_predict.plugin import Tensor
 
 PREDICT_NORMAL = 0
 """``C_API_PREDICT_NORMAL``: the model's output (probabilities for a classifier)."""

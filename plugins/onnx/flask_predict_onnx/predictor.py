@@ -19,10 +19,9 @@ from typing import Any, Mapping, Sequence
 
 import onnxruntime as ort
 
-from flask_predict import (FailedPrecondition, InvalidInput, ModelMetadata, Predictor,
-                           Signature, TensorSpec)
-from flask_predict.runtime.resources import process_threads
-from flask_predict.types import DEFAULT_SIGNATURE, Tensor
+from flask_predict.plugin import (DEFAULT_SIGNATURE, FailedPrecondition, InvalidInput,
+                                  ModelMetadata, Predictor, Signature, Tensor, TensorSpec,
+                                  process_threads)
 
 from .manifest import MODEL_FILE
 from .tensors import answer, feed, spec

@@ -12,9 +12,7 @@ from typing import Any
 
 import numpy as np
 
-from flask_predict.codecs import check_shape
-from flask_predict.errors import InvalidInput
-from flask_predict.types import Tensor, TensorSpec
+from flask_predict.plugin import InvalidInput, Tensor, TensorSpec, check_shape
 
 ONNX_TO_V2 = {
     "tensor(bool)": "BOOL", "tensor(uint8)": "UINT8", "tensor(uint16)": "UINT16",

@@ -33,7 +33,7 @@ from typing import Any
 
 import numpy as np
 
-from flask_predict.tabular import ANY, NUMBER, TEXT, Column, is_missing
+from flask_predict.plugin import ANY, NUMBER, TEXT, Column, is_missing
 
 TEXT_INPUT = "inputs"
 """The one input of a model that takes text."""

@@ -39,9 +39,7 @@ from typing import Any, Callable, Sequence
 
 import numpy as np
 
-from flask_predict import Explanation
-from flask_predict.explanation import class_labels
-from flask_predict.types import Tensor
+from flask_predict.plugin import Explanation, Tensor, class_labels
 
 BASELINE_FILE = "explanation_baseline.json"
 PER_COLUMN = ("StandardScaler", "MinMaxScaler", "MaxAbsScaler", "RobustScaler",

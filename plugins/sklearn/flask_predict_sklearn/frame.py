@@ -14,7 +14,7 @@ from typing import Any, Mapping, Sequence
 import numpy as np
 import pandas as pd
 
-from flask_predict.types import Tensor
+from flask_predict.plugin import Tensor
 
 from .columns import Layout
 

@@ -6,8 +6,7 @@ from typing import Any
 
 import numpy as np
 
-from flask_predict.codecs import FLOATS
-from flask_predict.types import Tensor
+from flask_predict.plugin import FLOATS, Tensor
 
 
 def is_linear_classifier(model: Any) -> bool:

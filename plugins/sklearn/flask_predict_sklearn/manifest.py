@@ -5,9 +5,8 @@ from __future__ import annotations
 import os
 from typing import Any, Mapping
 
-from flask_predict.storage.artifacts import PICKLED_FRAMEWORKS, pickled_module
-from flask_predict.errors import ConfigError, UnreadableModel
-from flask_predict.models.plugins import Manifest
+from flask_predict.plugin import (PICKLED_FRAMEWORKS, ConfigError, Manifest, UnreadableModel,
+                                  pickled_module)
 
 MODEL_FILES = ("model.joblib", "model.pkl")
 """The artifact names Google's scikit-learn runtime loads, in its order."""

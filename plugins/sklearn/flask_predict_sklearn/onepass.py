@@ -23,7 +23,7 @@ from typing import Any, Callable
 
 import numpy as np
 
-from flask_predict.types import Tensor
+from flask_predict.plugin import Tensor
 
 from .linear import is_linear_classifier, labels, plain_finite, scores
 

@@ -19,15 +19,12 @@ from typing import Any, Mapping, Sequence
 import joblib
 import numpy as np
 
-from flask_predict import (Explanation, FailedPrecondition, InvalidInput, ModelMetadata,
-                           PredictError, Predictor, Signature, TensorSpec)
-from flask_predict.storage.artifacts import UNPICKLING_ERRORS, unreadable_pickle
-from flask_predict.codecs import NUMPY_TO_V2, check_shape
-from flask_predict.errors import one_line
-from flask_predict.explanation import cannot_explain
-from flask_predict.tabular import (NUMBER, known_categories, read_columns, refused_feature,
-                                   refused_number, single_input, tabular_signature)
-from flask_predict.types import DEFAULT_SIGNATURE, Tensor
+from flask_predict.plugin import (DEFAULT_SIGNATURE, NUMBER, NUMPY_TO_V2, UNPICKLING_ERRORS,
+                                  Explanation, FailedPrecondition, InvalidInput, ModelMetadata,
+                                  PredictError, Predictor, Signature, Tensor, TensorSpec,
+                                  cannot_explain, check_shape, known_categories, one_line,
+                                  read_columns, refused_feature, refused_number, single_input,
+                                  tabular_signature, unreadable_pickle)
 
 from .columns import layout
 from .explain import LinearExplainer, linear_explainer

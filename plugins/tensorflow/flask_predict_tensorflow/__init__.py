@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from flask_predict.models.plugins import lazy_attributes
+from flask_predict.plugin import lazy_attributes
 
 from .environment import quiet_native_logs
 

@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import os
 
-from flask_predict.runtime.resources import detected_gpus
+from flask_predict.plugin import detected_gpus
 
 LOG_LEVEL_VARIABLE = "TF_CPP_MIN_LOG_LEVEL"
 

@@ -7,7 +7,7 @@ from typing import Sequence
 import numpy as np
 import tensorflow as tf
 
-from flask_predict.types import Example, Tensor
+from flask_predict.plugin import Example, Tensor
 
 
 def to_example(features: Example) -> tf.train.Example:

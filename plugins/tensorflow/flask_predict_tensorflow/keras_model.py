@@ -23,10 +23,9 @@ import keras
 import numpy as np
 import tensorflow as tf
 
-from flask_predict import ConfigError, InvalidInput, ModelMetadata, Predictor
-from flask_predict.runtime import deadline
-from flask_predict.types import (Classification, Example, InferenceRequest, Signature,
-                                 Tensor, TensorSpec)
+from flask_predict.plugin import (Classification, ConfigError, Example, InferenceRequest,
+                                  InvalidInput, ModelMetadata, Predictor, Signature, Tensor,
+                                  TensorSpec, native_call)
 
 from .devices import configure_devices
 from .manifest import keras_file
@@ -106,7 +105,7 @@ class KerasPredictor(Predictor):
         feeds = {name: _fit(name, spec, np.asarray(inputs[name]))
                  for name, spec in self.input_specs.items()}
         try:
-            with deadline.native():  # a Keras call cannot be cut short: it ends first
+            with native_call():  # a Keras call cannot be cut short: it ends first
                 result = self._function(feeds)
         except OP_ERRORS_400 as exc:
             raise InvalidInput(first_line(exc.message))

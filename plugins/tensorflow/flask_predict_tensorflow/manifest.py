@@ -15,8 +15,7 @@ from __future__ import annotations
 import os
 from typing import Any, Mapping
 
-from flask_predict.errors import ConfigError
-from flask_predict.models.plugins import Manifest
+from flask_predict.plugin import ConfigError, Manifest
 
 SAVED_MODEL_FILES = ("saved_model.pb", "saved_model.pbtxt")
 KERAS_SUFFIXES = (".keras", ".h5", ".hdf5")

@@ -25,12 +25,9 @@ from tensorflow.core.protobuf import config_pb2, meta_graph_pb2, saved_model_pb2
 from tensorflow.python.client import pywrap_tf_session as tf_session
 from tensorflow.python.saved_model.loader_impl import SavedModelLoader
 
-from flask_predict import InvalidInput, ModelMetadata, Predictor
-from flask_predict.runtime import deadline
-from flask_predict.storage.artifacts import empty
-from flask_predict.errors import DeadlineExceeded, UnreadableModel, one_line
-from flask_predict.types import (Classification, Example, InferenceRequest, Signature,
-                                 Tensor, TensorSpec)
+from flask_predict.plugin import (Classification, DeadlineExceeded, Example, InferenceRequest,
+                                  InvalidInput, ModelMetadata, Predictor, Signature, Tensor,
+                                  TensorSpec, UnreadableModel, empty, native_call, one_line)
 
 from .devices import configure_devices
 from .examples import serialize_examples
@@ -175,7 +172,7 @@ class TensorFlowPredictor(Predictor):
             feed_tensors = {self.graph.get_tensor_by_name(name): np.asarray(value)
                             for name, value in feeds.items()}
             fetch_tensors = [self.graph.get_tensor_by_name(name) for name in fetches]
-            with deadline.native() as seconds:
+            with native_call() as seconds:
                 results = self._run_session(feed_tensors, fetch_tensors, seconds)
         except tf.errors.DeadlineExceededError:
             raise DeadlineExceeded("the TensorFlow session ran past the model's time limit")

@@ -6,9 +6,7 @@ from __future__ import annotations
 import numpy as np
 import tensorflow as tf
 
-from flask_predict import InvalidInput
-from flask_predict.codecs import NUMPY_TO_V2, past_range
-from flask_predict.types import Tensor
+from flask_predict.plugin import NUMPY_TO_V2, InvalidInput, Tensor, past_range
 
 OP_ERRORS_400 = (tf.errors.InvalidArgumentError, tf.errors.FailedPreconditionError,
                  tf.errors.OutOfRangeError)

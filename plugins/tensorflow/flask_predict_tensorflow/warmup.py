@@ -21,8 +21,7 @@ import numpy as np
 import tensorflow as tf
 from tensorflow_serving.apis import input_pb2, prediction_log_pb2
 
-from flask_predict import ConfigError
-from flask_predict.types import InferenceRequest, Tensor
+from flask_predict.plugin import ConfigError, InferenceRequest, Tensor
 
 WARMUP_FILE = os.path.join("assets.extra", "tf_serving_warmup_requests")
 """TF Serving's warm-up file, relative to the version folder."""

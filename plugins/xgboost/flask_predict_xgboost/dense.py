@@ -24,7 +24,7 @@ import numpy as np
 import xgboost as xgb
 from xgboost import core
 
-from flask_predict.types import Tensor
+from flask_predict.plugin import Tensor
 
 
 class DensePredict:

@@ -15,10 +15,7 @@ from typing import Any, Sequence
 import numpy as np
 import xgboost as xgb
 
-from flask_predict import Explanation
-from flask_predict.explanation import from_contributions
-from flask_predict.tabular import Column
-from flask_predict.types import Tensor
+from flask_predict.plugin import Column, Explanation, Tensor, from_contributions
 
 OUTPUT_NAME = "margin"
 

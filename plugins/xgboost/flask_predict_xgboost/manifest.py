@@ -5,9 +5,7 @@ from __future__ import annotations
 import os
 from typing import Any, Mapping
 
-from flask_predict.storage.artifacts import pickled_module
-from flask_predict.errors import UnreadableModel
-from flask_predict.models.plugins import Manifest
+from flask_predict.plugin import Manifest, UnreadableModel, pickled_module
 
 NATIVE_FILES = ("model.bst", "model.json", "model.ubj")
 PICKLE_FILES = ("model.joblib", "model.pkl")

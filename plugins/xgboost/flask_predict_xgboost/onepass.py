@@ -17,7 +17,7 @@ from typing import Callable
 import numpy as np
 import xgboost as xgb
 
-from flask_predict.types import Tensor
+from flask_predict.plugin import Tensor
 
 from .small import fastest
 

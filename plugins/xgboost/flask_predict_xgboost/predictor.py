@@ -30,14 +30,11 @@ import joblib
 import numpy as np
 import xgboost as xgb
 
-from flask_predict import (Explanation, FailedPrecondition, ModelMetadata, Predictor,
-                           Signature, TensorSpec)
-from flask_predict.codecs import NUMPY_TO_V2
-from flask_predict.storage.artifacts import UNPICKLING_ERRORS, empty, unreadable_pickle
-from flask_predict.errors import UnreadableModel
-from flask_predict.tabular import (code_matrix, feature_rows, read_columns, refused_feature,
-                                   refused_number, tabular_signature)
-from flask_predict.types import DEFAULT_SIGNATURE, Tensor
+from flask_predict.plugin import (DEFAULT_SIGNATURE, NUMPY_TO_V2, UNPICKLING_ERRORS, Explanation,
+                                  FailedPrecondition, ModelMetadata, Predictor, Signature, Tensor,
+                                  TensorSpec, UnreadableModel, code_matrix, empty, feature_rows,
+                                  read_columns, refused_feature, refused_number, tabular_signature,
+                                  unreadable_pickle)
 
 from .columns import feature_properties, layout
 from .explain import explain

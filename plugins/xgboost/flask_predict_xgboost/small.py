@@ -26,7 +26,7 @@ from typing import Any, Callable
 import numpy as np
 import xgboost as xgb
 
-from flask_predict.types import Tensor
+from flask_predict.plugin import Tensor
 
 from .dense import DensePredict
 

@@ -8,7 +8,7 @@ from typing import Any, Mapping, Sequence
 
 import numpy as np
 
-from flask_predict import ModelMetadata, Predictor, Signature, TensorSpec
+from flask_predict.plugin import ModelMetadata, Predictor, Signature, TensorSpec
 
 
 class ThresholdPredictor(Predictor):

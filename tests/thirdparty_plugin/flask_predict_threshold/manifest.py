@@ -5,7 +5,7 @@ from __future__ import annotations
 import os
 from typing import Any, Mapping
 
-from flask_predict.models.plugins import Manifest
+from flask_predict.plugin import Manifest
 
 
 def detect(model_dir: str, options: Mapping[str, Any]) -> float:
