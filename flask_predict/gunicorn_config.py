@@ -17,7 +17,7 @@ from __future__ import annotations
 import os
 from typing import Any
 
-from .cli.serve import DEFAULT_REST_PORT
+from .cli.serve import rest_port_value
 from .process import master, server, server_logs
 
 __all__ = ["bind", "workers", "worker_class", "preload_app", "timeout", "graceful_timeout",
@@ -27,7 +27,7 @@ __all__ = ["bind", "workers", "worker_class", "preload_app", "timeout", "gracefu
 
 #   bind - all interfaces on $PORT (else Vertex AI's $AIP_HTTP_PORT, else 8501: one default
 #       port for these settings, `flask-predict serve`, the container and `make serve`).
-_port = os.environ.get("PORT") or os.environ.get("AIP_HTTP_PORT") or str(DEFAULT_REST_PORT)
+_port = rest_port_value(os.environ)
 bind = f"{os.environ.get('HOST', '0.0.0.0')}:{_port}"
 #   workers - each is one process with its own models; requests run one at a time in each.
 workers = int(os.environ.get("WEB_CONCURRENCY", "2"))

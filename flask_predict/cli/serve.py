@@ -56,9 +56,15 @@ class UsageError(Exception):
     """A flag combination that cannot be served; the message says why."""
 
 
+def rest_port_value(environ: Mapping[str, str]) -> str | int:
+    """The REST port as the environment sets it: ``$PORT``, else ``$AIP_HTTP_PORT`` (Vertex
+    AI), else TF Serving's 8501; the one rule for ``serve`` and the gunicorn settings."""
+    return environ.get("PORT") or environ.get("AIP_HTTP_PORT") or DEFAULT_REST_PORT
+
+
 def default_rest_port(environ: Mapping[str, str]) -> int:
     """``$PORT``, else ``$AIP_HTTP_PORT`` (Vertex AI), else TF Serving's 8501."""
-    value = environ.get("PORT") or environ.get("AIP_HTTP_PORT") or DEFAULT_REST_PORT
+    value = rest_port_value(environ)
     try:
         return int(value)
     except ValueError:
@@ -67,7 +73,7 @@ def default_rest_port(environ: Mapping[str, str]) -> int:
 
 def add_arguments(parser: argparse.ArgumentParser, environ: Mapping[str, str]) -> None:
     """The flags of ``serve``; defaults shown by ``--help`` are the ones in force."""
-    rest = environ.get("PORT") or environ.get("AIP_HTTP_PORT") or DEFAULT_REST_PORT
+    rest = rest_port_value(environ)
     ports = parser.add_argument_group("ports (as tensorflow_model_server)")
     ports.add_argument("--rest_api_port", type=int, metavar="PORT",
                        help=f"HTTP port of the REST routes of every protocol (default: $PORT, "

@@ -24,8 +24,8 @@ logger = logging.getLogger(__name__)
 class LoadedVersion:
     """One version of one model, loaded in this worker."""
 
-    __slots__ = ("spec", "version", "predictor", "metadata", "path", "owned", "calls", "_lock",
-                 "_uses", "_retired", "_closed")
+    __slots__ = ("spec", "version", "predictor", "metadata", "path", "owned", "calls",
+                 "takes_matrix", "_lock", "_uses", "_retired", "_closed")
 
     def __init__(self, spec: ModelSpec, version: int, predictor: Predictor,
                  metadata: ModelMetadata, path: str, owned: bool = True) -> None:
@@ -39,6 +39,13 @@ class LoadedVersion:
         close what it inherited from the gunicorn master (:mod:`flask_predict.models.sharing`)."""
         self.calls = threading.Lock()
         """Held while the predictor runs (see :meth:`flask_predict.core.service.ModelService.call`)."""
+        kind = type(predictor)
+        self.takes_matrix = (kind.predict_matrix is not Predictor.predict_matrix
+                             or kind.predict is Predictor.predict)
+        """Whether instances parsed straight into a matrix may reach the predictor
+        (:meth:`~flask_predict.predictor.Predictor.predict_matrix`): false for a class that
+        overrides ``predict`` and not ``predict_matrix``, whose matrix door always declines,
+        so its requests are parsed once, as JSON values."""
         self._lock = threading.Lock()
         self._uses = 0
         self._retired = False

@@ -62,10 +62,11 @@ def run_predict(state: PredictState, body: bytes, loaded: LoadedVersion,
     """Decode a predict body with *decode* and run it on *loaded* (held by the caller).
 
     A body that is only a matrix of numbers skips the JSON values (``number_matrix``) when
-    the model takes tensors; every other body is decoded, and checked, in full first.
+    the version takes a matrix (``loaded.takes_matrix``, decided at load); every other body is
+    decoded, and checked, in full first.
     """
     bounds = state.settings.limits
-    matrix = number_matrix(body, "instances", bounds)
+    matrix = number_matrix(body, "instances", bounds) if loaded.takes_matrix else None
     if matrix is not None:
         limits.check_instances(bounds, len(matrix))
         limits.check_elements(bounds, matrix.shape, "instances")

@@ -4,7 +4,7 @@ Serving's gRPC servicer (:mod:`.servicer`)."""
 from __future__ import annotations
 
 import math
-from typing import Any, Mapping
+from typing import Any
 
 import numpy as np
 
@@ -132,19 +132,3 @@ def from_input(proto: Any) -> list[Example]:
     if not examples:
         raise InvalidInput("Input is empty.")
     return [{**context, **from_example(example)} for example in examples]
-
-
-def example_proto(features: Mapping[str, Tensor]) -> Any:
-    """A ``tf.Example`` from feature arrays (the inverse of :func:`from_example`)."""
-    example = tf.Example()
-    for name, values in features.items():
-        feature = example.features.feature[name]
-        if values.dtype.kind == "f":
-            feature.float_list.value.extend(values.tolist())
-        elif values.dtype.kind in "biu":
-            feature.int64_list.value.extend(values.tolist())
-        else:
-            feature.bytes_list.value.extend([codecs.as_bytes(v) for v in values.tolist()])
-    return example
-
-
