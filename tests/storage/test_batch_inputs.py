@@ -19,7 +19,7 @@ import pytest
 from flask_predict.models.demo import train_iris
 from tests.routines import IRIS_ROWS
 from tests.storage_servers import S3_ENV, Bucket, s3_server
-from tests.unit.test_batch import run
+from tests.unit.batch.test_job import run
 
 COLUMNS = ["sepal_length", "sepal_width", "petal_length", "petal_width"]
 
@@ -117,7 +117,7 @@ def test_a_file_list_of_objects(bucket: Bucket, tmp_path: Path,
                                 capsys: pytest.CaptureFixture[str]) -> None:
     """A local file list naming objects in the store: each object's bytes one instance; an
     object that is not there is an error line naming it, and the job goes on."""
-    from tests.unit.test_batch_instances import BYTES_ROUTINE, RECORDS, expected
+    from tests.unit.batch.test_instances import BYTES_ROUTINE, RECORDS, expected
 
     model = tmp_path / "sizes"
     model.mkdir()

@@ -15,7 +15,7 @@ from flask_predict.settings.environ import config_from_environ
 from flask_predict.settings.model_config import load_models
 from tests.e2e.server import ROOT
 from tests.storage_servers import Bucket
-from tests.unit.test_cli import command_for
+from tests.unit.cli.test_cli import command_for
 
 
 def test_serve_flags_and_environment_keep_remote_paths() -> None:

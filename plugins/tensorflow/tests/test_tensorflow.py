@@ -167,7 +167,7 @@ def test_datatype_names() -> None:
         "FP32", "FP64", "INT32", "BYTES", "INT64", "BOOL", "FP32"]  # 101: DT_FLOAT_REF
 
 
-# --- GPU memory (placement is the server's: tests/unit/test_runtime.py) --------------------------------------------------------------------------
+# --- GPU memory (placement is the server's: tests/unit/runtime/test_resources.py) --------------------------------------------------------------------------
 
 def test_configure_devices_without_gpu_runs_on_cpu(half_plus_two: TensorFlowPredictor) -> None:
     import tensorflow as tf

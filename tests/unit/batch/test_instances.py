@@ -15,7 +15,7 @@ from flask_predict.batch.instances import InstanceConfig
 from flask_predict.errors import InvalidInput
 from tests.routines import IRIS_ROWS
 from tests.tabular_models import PEOPLE_ROWS, frame
-from tests.unit.test_batch import models, read_lines, run
+from tests.unit.batch.test_job import models, read_lines, run
 
 __all__ = ["models"]  # the module fixture, shared
 

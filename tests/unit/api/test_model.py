@@ -110,7 +110,7 @@ def test_the_documented_example(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
     """docs/python-api.md's first example, on the demo's churn model, prints what it says."""
     from flask_predict.models.demo import train_churn
 
-    page = (Path(__file__).parents[2] / "docs" / "python-api.md").read_text()
+    page = (Path(__file__).parents[3] / "docs" / "python-api.md").read_text()
     code = page.split("```python\n", 1)[1].split("```", 1)[0]
     train_churn(tmp_path / "demo" / "models" / "churn")
     monkeypatch.chdir(tmp_path)

@@ -11,7 +11,7 @@ from pathlib import Path
 
 from flask_predict.cli.serve import DEFAULT_REST_PORT
 
-ROOT = Path(__file__).resolve().parents[2]
+ROOT = Path(__file__).resolve().parents[3]
 
 
 def test_it_is_tf_serving_s() -> None:

@@ -11,7 +11,7 @@ from flask.testing import FlaskClient
 
 from flask_predict.observability.queue_time import queue_seconds
 from tests.conftest import AppFactory
-from tests.unit.test_observe import value
+from tests.unit.web.test_observe import value
 
 NOW = 1_700_000_000.250
 

@@ -22,7 +22,7 @@ from opentelemetry.trace import SpanKind, StatusCode
 
 from flask_predict.errors import ConfigError
 from flask_predict.tracing import provider, spans, switch, tracing_value, wanted
-from tests.unit.test_grpc_auth import serving
+from tests.unit.grpc.test_auth import serving
 
 ROW = [5.1, 3.5, 1.4, 0.2]
 TRACE = "0af7651916cd43dd8448eb211c80319c"

@@ -52,7 +52,7 @@ def test_an_assembled_core_serves_grpc_without_flask(tmp_path: Path) -> None:
     script = tmp_path / "serve.py"
     script.write_text(textwrap.dedent(SERVE_WITHOUT_FLASK))
     done = subprocess.run([sys.executable, str(script), str(base)], capture_output=True,
-                          text=True, timeout=300, cwd=Path(__file__).resolve().parents[2])
+                          text=True, timeout=300, cwd=Path(__file__).resolve().parents[3])
     assert done.returncode == 0, done.stderr[-3000:]
     answer = json.loads(done.stdout.strip().splitlines()[-1])
     assert answer == {"predict": [0, 2], "ready": True, "flask": False}

@@ -172,7 +172,7 @@ def test_the_documented_example(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
     rows = "printf '[5.1, 3.5, 1.4, 0.2]\\n[6.7, 3.0, 5.2, 2.3]\\n' > instances.json"
     answer = '{"predictions":[0,2]}'
     for page in ("models.md", "cli.md"):
-        text = (Path(__file__).parents[2] / "docs" / page).read_text()
+        text = (Path(__file__).parents[3] / "docs" / page).read_text()
         assert command in text and rows in text and answer in text, page
     train_iris(tmp_path / "demo" / "models" / "iris")
     (tmp_path / "instances.json").write_text("[5.1, 3.5, 1.4, 0.2]\n[6.7, 3.0, 5.2, 2.3]\n")

@@ -12,7 +12,7 @@ from hypothesis import given, strategies as st
 
 from flask_predict import codecs
 from flask_predict.batch.reading import line_ends
-from tests.unit.test_parsers_fuzz import FUZZ, numbers
+from tests.unit.codecs.test_parsing import FUZZ, numbers
 
 
 def plain_numbers() -> st.SearchStrategy[str]:
