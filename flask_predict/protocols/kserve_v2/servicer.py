@@ -4,9 +4,8 @@ https://github.com/kserve/kserve/blob/master/docs/predict-api/v2/required_api.md
 
 The request is decoded straight from its message (:mod:`.grpc_tensors`: raw contents by
 ``np.frombuffer``, typed contents from their fields) with the checks and messages of
-``POST /v2/models/<m>/infer``. Answers carry typed contents, or
-``raw_output_contents`` when the request sent raw contents (as tritonclient always does) or
-an output has no typed field (FP16, BF16). Errors are ``google.rpc`` status codes as Triton
+``POST /v2/models/<m>/infer``. Answers carry ``raw_output_contents``, whatever form the
+request came in, as Triton's do (``tritonclient.grpc`` reads nothing else). Errors are ``google.rpc`` status codes as Triton
 and KServe map them: ``INVALID_ARGUMENT``, ``NOT_FOUND``, ``UNAVAILABLE``, ``INTERNAL``.
 
 Triton's repository and statistics extensions (``RepositoryIndex``, ``RepositoryModelLoad``,
@@ -77,9 +76,8 @@ class InferenceServicer:
             count = classification.get(name)
             outputs[name] = np.asarray(array) if count is None else classify(
                 np.asarray(array), count, labels, name)
-        raw = bool(request.raw_input_contents) or grpc_tensors.needs_raw(outputs.values())
         return grpc_tensors.infer_response(result.model, str(result.version), request.id,
-                                           outputs, raw)
+                                           outputs)
 
     # --- extensions --------------------------------------------------------------------------
 

@@ -64,16 +64,21 @@ class IdentityPredictor(Predictor):
         return ModelMetadata("identity", {DEFAULT_SIGNATURE: Signature(inputs=(), outputs=())})
 
 
-@pytest.fixture(scope="module")
-def identity_client(tmp_path_factory: pytest.TempPathFactory) -> FlaskClient:
-    base = tmp_path_factory.mktemp("identity")
+def identity_app(base: Path, **config: Any) -> Flask:
+    """An app serving the identity model ``same`` from *base* over V2 (*config*: more keys)."""
     (base / "1").mkdir()
     predict = FlaskPredict()
     predict.register_predictor("identity", IdentityPredictor)
     app = Flask("identity_app")
     app.config.update(PREDICT_MODELS={"same": {"base_path": str(base), "predictor": "identity"}},
-                      PREDICT_POLL_SECONDS=0, PREDICT_PROTOCOLS=["kserve_v2"])
+                      PREDICT_POLL_SECONDS=0, PREDICT_PROTOCOLS=["kserve_v2"], **config)
     predict.init_app(app)
+    return app
+
+
+@pytest.fixture(scope="module")
+def identity_client(tmp_path_factory: pytest.TempPathFactory) -> FlaskClient:
+    app = identity_app(tmp_path_factory.mktemp("identity"))
     return app.test_client()
 
 
