@@ -91,7 +91,7 @@ def decode_inputs(raw_inputs: list[Any], binary: bytes, limits: Limits | None = 
         if not isinstance(name, str) or not name:
             raise InvalidInput(f"inputs[{index}]: missing 'name'")
         if name in inputs:
-            raise InvalidInput(f"input {name!r} appears twice")
+            raise InvalidInput(f"input {name!r} already exists in request")
         datatype = raw.get("datatype")
         if not isinstance(datatype, str):
             raise InvalidInput(f"input {name!r}: missing 'datatype'")
@@ -197,7 +197,7 @@ def decode_outputs(raw: Any, parameters: Mapping[str, Any]) -> tuple[list[str] |
         if not isinstance(name, str):
             raise InvalidInput(f"outputs[{index}] must be an object with a 'name'")
         if name in names:
-            raise InvalidInput(f"output {name!r} is requested twice")
+            raise InvalidInput(f"output {name!r} already exists in request")
         names.append(name)
         if "parameters" not in item:  # the usual request: a name alone
             continue

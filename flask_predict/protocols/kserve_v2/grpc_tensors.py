@@ -123,7 +123,7 @@ def _decode_inputs(tensors: Sequence[Any], raw: Sequence[bytes], limits: Limits 
         if not name:
             raise InvalidInput(f"inputs[{index}]: missing 'name'")
         if name in inputs:
-            raise InvalidInput(f"input {name!r} appears twice")
+            raise InvalidInput(f"input {name!r} already exists in request")
         datatype = tensor.datatype
         check_datatype(datatype, name)
         shape = read_shape(list(tensor.shape), name)

@@ -169,7 +169,7 @@ def test_bad_inputs_fail_as_over_rest(case: str) -> None:
 def test_a_repeated_input_fails_as_over_rest() -> None:
     request = typed("x", "FP64", [1], [1.0])
     request.inputs.add(name="x", datatype="FP64", shape=[1]).contents.fp64_contents.append(2.0)
-    with pytest.raises(InvalidInput, match="input 'x' appears twice"):
+    with pytest.raises(InvalidInput, match="input 'x' already exists in request"):
         over_grpc(request)
 
 

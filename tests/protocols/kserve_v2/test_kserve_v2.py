@@ -441,7 +441,7 @@ def test_readiness_is_false_while_a_model_has_no_version(half_ready_app: Flask) 
     assert client.get("/v2/models/broken/versions/1/ready").status_code == 400
     got = client.post("/v2/models/broken/infer", json={"inputs": []})
     assert got.status_code == 503
-    assert "no version loaded" in got.get_json()["error"]
+    assert got.get_json()["error"] == "Request for unknown model: 'broken' has no available versions"
 
 
 def test_model_metadata_sklearn(client: FlaskClient) -> None:
