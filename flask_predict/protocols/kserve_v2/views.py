@@ -15,7 +15,8 @@ from __future__ import annotations
 from flask import Blueprint, Response, request
 from flask.typing import ResponseReturnValue
 
-from . import binary, body, lookup, repository_ext, requested, settings, statistics, wire
+from . import (binary, body, lookup, raw_request, repository_ext, requested, settings, statistics,
+               wire)
 from ... import codecs
 from ...core.record import current_request
 from ...core.state import PredictState
@@ -74,17 +75,22 @@ def model_metadata(model: str, version: str | None = None) -> ResponseReturnValu
 def infer(model: str, version: str | None = None) -> ResponseReturnValue:
     record = current_request.get()
     state = request_state() if record is None else record.state
-    head, raw = binary.split_body(read_body(state),
-                                  wsgi_environ().get(binary.HEADER_LENGTH_KEY))
+    header_length = wsgi_environ().get(binary.HEADER_LENGTH_KEY)
+    head, raw = binary.split_body(read_body(state), header_length)
     bounds = state.settings.limits
     with lookup.serving(state.service, model, version) as loaded:
-        decoded = wire.decode_infer(body.parse(head, bounds, settings.of(state.settings),
-                                               codecs.loads_v2_infer), raw, model,
-                                    str(loaded.version), loaded.metadata.signature, bounds,
-                                    text=head)
+        signature = loaded.metadata.signature
+        if header_length is not None and not head:  # Triton's raw binary request
+            header, raw = raw_request.as_request(signature, model, raw)
+            decoded = wire.decode_infer(header, raw, model, str(loaded.version), signature,
+                                        bounds)
+        else:
+            decoded = wire.decode_infer(body.parse(head, bounds, settings.of(state.settings),
+                                                   codecs.loads_v2_infer), raw, model,
+                                        str(loaded.version), signature, bounds, text=head)
         if record is not None:
             record.adopt_id(decoded.request_id)  # the body's "id" names the request in the log
-        ask, asked = requested.resolve(decoded.request, loaded.metadata.signature, model)
+        ask, asked = requested.resolve(decoded.request, signature, model)
         result = requested.answering(state.service.predict(loaded, ask), asked)
         payload, chunks = wire.encode_infer(result, decoded.request_id, decoded.options,
                                             loaded.metadata.properties.get("classes"))

@@ -232,7 +232,8 @@ def test_nan_and_infinity_print_as_null(identity_client: FlaskClient) -> None:
     ("500", b'{"inputs": []}', "is 500 but the body has only 14 bytes"),
     ("ten", b'{"inputs": []}', "must be an integer"),
     ("-1", b'{"inputs": []}', "must not be negative"),
-    ("0", b"\x00\x00\x80\x3f", "The document is empty"),
+    ("0", b"\x00\x00\x80\x3f", "Raw request must only have 1 input (found 1) to be deduced "
+                                  "but got 0 inputs in 'same' model configuration"),
 ])
 def test_bad_binary_header(identity_client: FlaskClient, header_length: str, body: bytes,
                            expected: str) -> None:
