@@ -32,7 +32,8 @@ def serving(service: ModelService, model: str, version: str | None) -> LoadedVer
         return service.acquire(model, version or None)
     except ModelNotFound:
         served(service, model)  # an unknown model says so
-        raise ModelNotFound(unknown_version(model, str(version))) from None
+        raise ModelNotFound(unknown_version(model, version) if version
+                            else unknown_model(model)) from None
     except ModelNotReady as exc:
         if not served(service, model, wait=False).versions:
             raise ModelNotReady(f"Request for unknown model: '{model}' has no available "

@@ -178,6 +178,9 @@ def test_statistics_errors(watched: Any) -> None:
     assert answer.get_json() == {"error": "requested model 'iris' version 7 is not available"}
     assert client.post("/v2/repository/models/iris/unload").status_code == 200
     assert client.get("/v2/models/iris/stats").status_code == 404
+    answer = client.post("/v2/models/iris/infer", json=IRIS_ROW)  # as Triton: unknown now
+    assert answer.status_code == 404
+    assert answer.get_json() == {"error": "Request for unknown model: 'iris' is not found"}
     assert client.post("/v2/repository/models/iris/load").status_code == 200
 
 
