@@ -153,13 +153,10 @@ def test_v2_infer_raw_and_typed_equal_rest(server: GrpcGunicornServer, triton: A
         raw = triton.infer(model, [raw_input(name, datatype, array)], request_id="r1")
         assert raw.get_response().id == "r1"
         assert raw.get_response().model_version == body["model_version"] == "1"
-        typed = v2.ModelInfer(typed_request(model, name, datatype, array, field))
-        assert not typed.raw_output_contents
-        for output in typed.outputs:
-            got_raw = raw.as_numpy(output.name)
-            values = getattr(output.contents, output.contents.ListFields()[0][0].name)
-            got_typed = np.array(list(values), dtype=got_raw.dtype).reshape(output.shape)
-            for got in (got_raw, got_typed):
+        typed = grpcclient.InferResult(  # answered in raw contents, as Triton answers
+            v2.ModelInfer(typed_request(model, name, datatype, array, field)))
+        for output in typed.get_response().outputs:
+            for got in (raw.as_numpy(output.name), typed.as_numpy(output.name)):
                 assert got.dtype == expected[output.name].dtype
                 assert got.tolist() == expected[output.name].tolist(), (model, output.name)
 
@@ -193,8 +190,9 @@ def test_v2_every_datatype_reaches_the_model_as_over_rest(
     raw = triton.infer("echo", [raw_input("v", datatype, array)]).as_numpy("predictions")
     assert raw.tolist() == expected
     if field is not None:
-        typed = v2.ModelInfer(typed_request("echo", "v", datatype, array, field))
-        assert list(typed.outputs[0].contents.bytes_contents) == expected
+        typed = grpcclient.InferResult(
+            v2.ModelInfer(typed_request("echo", "v", datatype, array, field)))
+        assert typed.as_numpy("predictions").tolist() == expected
     else:  # FP16 has no typed field: the server says to send raw contents
         with pytest.raises(grpc.RpcError) as caught:
             v2.ModelInfer(typed_request("echo", "v", datatype, array.astype(np.float32),
@@ -212,8 +210,8 @@ def test_v2_classification_and_requested_outputs(server: GrpcGunicornServer, v2:
     _, body = rest_v2(server, "iris", {"inputs": [
         {"name": "inputs", "shape": [3, 4], "datatype": "FP64", "data": ROWS.ravel().tolist()}],
         "outputs": [{"name": "predict_proba", "parameters": {"classification": 2}}]})
-    assert [v.decode() for v in answer.outputs[0].contents.bytes_contents] == \
-        body["outputs"][0]["data"]
+    classes = grpcclient.InferResult(answer).as_numpy("predict_proba")
+    assert [v.decode() for v in classes.reshape(-1)] == body["outputs"][0]["data"]
     assert list(answer.outputs[0].shape) == body["outputs"][0]["shape"] == [3, 2]
 
 

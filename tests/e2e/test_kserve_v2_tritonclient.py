@@ -10,6 +10,7 @@ from typing import Any, Iterator
 
 import numpy as np
 import pytest
+import requests
 import tritonclient.http as httpclient
 from tritonclient.utils import InferenceServerException
 
@@ -127,3 +128,18 @@ def test_classification_with_class_count(triton: Any) -> None:
     assert top.shape == (3, 1)
     assert [item.split(b":")[1:] for item in top[:, 0]] == [[b"0", b"0"], [b"1", b"1"],
                                                               [b"2", b"2"]]
+
+
+def test_raw_binary_request_over_http(server: GunicornServer) -> None:
+    """Triton's raw binary request (tritonclient cannot send it; its parser reads the
+    answer): the body is the one input's bytes."""
+    answer = requests.post(f"{server.url}/v2/models/iris/infer", data=ROWS.tobytes(),
+                           headers={"Inference-Header-Content-Length": "0"}, timeout=30)
+    assert answer.status_code == 200, answer.text
+    length = int(answer.headers["Inference-Header-Content-Length"])
+    result = httpclient.InferResult.from_response_body(answer.content, header_length=length)
+    assert result.as_numpy("predict").tolist() == [0, 1, 2]
+    refused = requests.post(f"{server.url}/v2/models/iris/infer", data=b"\0" * 12,
+                            headers={"Inference-Header-Content-Length": "0"}, timeout=30)
+    assert refused.status_code == 400
+    assert "can not be deduced" in refused.json()["error"]

@@ -10,6 +10,7 @@ https://github.com/kserve/kserve/blob/master/docs/predict-api/v2/required_api.md
 from __future__ import annotations
 
 from ...request.descriptor import Protocol, TryRequest
+from .settings import SECTION
 
 PROTOCOL = Protocol(
     name="kserve_v2",
@@ -25,6 +26,7 @@ PROTOCOL = Protocol(
                "RepositoryModelUnload": "admin", "ModelStatistics": "monitor"},
     services={"inference.GRPCInferenceService": f"{__name__}.servicer:InferenceServicer"},
     openapi=f"{__name__}.openapi:PART",
+    settings=SECTION,
     try_request=TryRequest("/v2/models/{model}/infer", {"inputs": [{
         "name": "$input", "shape": "$shape", "datatype": "$datatype", "data": "$flat"}]}),
 )

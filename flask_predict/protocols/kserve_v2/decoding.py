@@ -91,7 +91,7 @@ def decode_inputs(raw_inputs: list[Any], binary: bytes, limits: Limits | None = 
         if not isinstance(name, str) or not name:
             raise InvalidInput(f"inputs[{index}]: missing 'name'")
         if name in inputs:
-            raise InvalidInput(f"input {name!r} appears twice")
+            raise InvalidInput(f"input {name!r} already exists in request")
         datatype = raw.get("datatype")
         if not isinstance(datatype, str):
             raise InvalidInput(f"input {name!r}: missing 'datatype'")
@@ -197,7 +197,7 @@ def decode_outputs(raw: Any, parameters: Mapping[str, Any]) -> tuple[list[str] |
         if not isinstance(name, str):
             raise InvalidInput(f"outputs[{index}] must be an object with a 'name'")
         if name in names:
-            raise InvalidInput(f"output {name!r} is requested twice")
+            raise InvalidInput(f"output {name!r} already exists in request")
         names.append(name)
         if "parameters" not in item:  # the usual request: a name alone
             continue
@@ -223,7 +223,9 @@ def _flag(parameters: Mapping[str, Any], key: str, where: str,
 
 def fit_inputs(inputs: dict[str, Tensor], signature: Signature) -> dict[str, Tensor]:
     """Fit decoded inputs to the model: rename a single input, cast numbers losslessly,
-    take a table's ``[N, 1]`` column as its ``[N]`` values."""
+    take a table's ``[N, 1]`` column as its ``[N]`` values, and an ``[N]`` column as an
+    input declared ``[N, 1]`` (skl2onnx declares a DataFrame's columns so, and the pandas
+    codec of KServe's and MLServer's clients sends ``[N]``)."""
     single = len(signature.inputs) == 1 and len(inputs) == 1
     fitted = {}
     for name, array in inputs.items():
@@ -231,10 +233,17 @@ def fit_inputs(inputs: dict[str, Tensor], signature: Signature) -> dict[str, Ten
         if spec is None:
             fitted[name] = array
         else:  # errors name the input as the request does
-            if signature.tabular and array.ndim == 2 and array.shape[1] == 1:
+            if array.ndim == 2 and array.shape[1] == 1 and signature.tabular:
                 array = array.reshape(-1)
+            elif array.ndim == 1 and _one_per_row(spec):
+                array = array.reshape(-1, 1)
             fitted[spec.name] = _cast(array, spec, name)
     return fitted
+
+
+def _one_per_row(spec: TensorSpec) -> bool:
+    """Whether *spec* is declared ``[N, 1]`` (any N): one value per row."""
+    return spec.shape is not None and len(spec.shape) == 2 and spec.shape[1] == 1
 
 
 def _cast(array: Tensor, spec: TensorSpec, name: str) -> Tensor:

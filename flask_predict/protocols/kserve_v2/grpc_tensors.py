@@ -5,12 +5,12 @@ A ``ModelInferRequest`` is decoded straight into the internal request: raw conte
 ``np.frombuffer`` (:func:`.binary.binary_to_array`, the binary extension's own layout), typed
 contents from their repeated fields (packed floats from the field's own bytes). The checks
 are the REST decoder's (:mod:`.decoding`), in its order and words, so both transports refuse
-a request alike; outputs go out as typed contents or raw bytes.
+a request alike; outputs go out as raw bytes, as Triton sends them.
 """
 
 from __future__ import annotations
 
-from typing import Any, Iterable, Mapping, Sequence
+from typing import Any, Mapping, Sequence
 
 import numpy as np
 
@@ -123,7 +123,7 @@ def _decode_inputs(tensors: Sequence[Any], raw: Sequence[bytes], limits: Limits 
         if not name:
             raise InvalidInput(f"inputs[{index}]: missing 'name'")
         if name in inputs:
-            raise InvalidInput(f"input {name!r} appears twice")
+            raise InvalidInput(f"input {name!r} already exists in request")
         datatype = tensor.datatype
         check_datatype(datatype, name)
         shape = read_shape(list(tensor.shape), name)
@@ -175,42 +175,14 @@ def _packed(contents: Any, dtype: np.dtype[Any], count: int) -> Tensor | None:
 
 # --- responses --------------------------------------------------------------------------------
 
-def needs_raw(outputs: Iterable[Tensor]) -> bool:
-    """Whether some output has no typed contents field (FP16, BF16)."""
-    return any(codecs.datatype_of(array) not in V2_CONTENTS for array in outputs)
-
-
-def infer_response(model: str, version: str, request_id: str, outputs: Mapping[str, Tensor],
-                   raw: bool) -> Any:
+def infer_response(model: str, version: str, request_id: str, outputs: Mapping[str, Tensor]
+                   ) -> Any:
     """A ``ModelInferResponse`` with *outputs*, their values in ``raw_output_contents``
-    when *raw*, else in typed contents; built in one go with raw contents (what
-    tritonclient asks for), each field set once."""
-    if not raw:
-        response = v2.ModelInferResponse(model_name=model, model_version=version,
-                                         id=request_id)
-        for name, array in outputs.items():
-            to_v2_output(array, response.outputs.add(name=name), None)
-        return response
+    whatever form the request's inputs came in, as Triton answers (and KServe, for numpy
+    outputs): ``tritonclient.grpc``'s ``InferResult.as_numpy`` reads only those."""
     tensor = v2.ModelInferResponse.InferOutputTensor
     return v2.ModelInferResponse(
         model_name=model, model_version=version, id=request_id,
         outputs=[tensor(name=name, datatype=codecs.datatype_of(array), shape=array.shape)
                  for name, array in outputs.items()],
         raw_output_contents=[array_to_binary(array) for array in outputs.values()])
-
-
-def to_v2_output(array: Tensor, proto: Any, raw: list[bytes] | None) -> None:
-    """Fill *proto* (an ``InferOutputTensor``) from *array*: its values go in typed
-    contents, or appended to *raw* (``raw_output_contents``) when that is given."""
-    datatype = codecs.datatype_of(array)
-    proto.datatype = datatype
-    proto.shape.extend(array.shape)
-    if raw is not None:
-        raw.append(array_to_binary(array))
-        return
-    field = getattr(proto.contents, V2_CONTENTS[datatype])
-    flat = array.reshape(-1)
-    if datatype == "BYTES":
-        field.extend([codecs.as_bytes(value) for value in flat.tolist()])
-    else:
-        field.extend(flat.tolist())

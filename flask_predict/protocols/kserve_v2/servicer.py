@@ -4,9 +4,8 @@ https://github.com/kserve/kserve/blob/master/docs/predict-api/v2/required_api.md
 
 The request is decoded straight from its message (:mod:`.grpc_tensors`: raw contents by
 ``np.frombuffer``, typed contents from their fields) with the checks and messages of
-``POST /v2/models/<m>/infer``. Answers carry typed contents, or
-``raw_output_contents`` when the request sent raw contents (as tritonclient always does) or
-an output has no typed field (FP16, BF16). Errors are ``google.rpc`` status codes as Triton
+``POST /v2/models/<m>/infer``. Answers carry ``raw_output_contents``, whatever form the
+request came in, as Triton's do (``tritonclient.grpc`` reads nothing else). Errors are ``google.rpc`` status codes as Triton
 and KServe map them: ``INVALID_ARGUMENT``, ``NOT_FOUND``, ``UNAVAILABLE``, ``INTERNAL``.
 
 Triton's repository and statistics extensions (``RepositoryIndex``, ``RepositoryModelLoad``,
@@ -22,7 +21,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 from google.protobuf import json_format
 
-from . import grpc_tensors, repository_ext, statistics, wire
+from . import grpc_tensors, lookup, repository_ext, requested, statistics, wire
 from ...request.record import current_request
 from ...errors import InvalidInput
 from ...grpc.messages import v2
@@ -48,8 +47,8 @@ class InferenceServicer:
         return v2.ServerReadyResponse(ready=self.service.ready)
 
     def ModelReady(self, request: Any) -> Any:
-        served = self.service.model(request.name, wait=False)
-        return v2.ModelReadyResponse(ready=wire.version_ready(served, request.version))
+        return v2.ModelReadyResponse(ready=lookup.version_ready(self.service, request.name,
+                                                                request.version))
 
     def ServerMetadata(self, request: Any) -> Any:
         body = wire.server_metadata(self.server_name, wire.server_version(),
@@ -57,18 +56,21 @@ class InferenceServicer:
         return json_format.ParseDict(body, v2.ServerMetadataResponse())
 
     def ModelMetadata(self, request: Any) -> Any:
-        with self.service.use(request.name, request.version or None) as loaded:
+        with lookup.serving(self.service, request.name, request.version) as loaded:
             body = wire.model_metadata(self.service.model(request.name), loaded)
         return json_format.ParseDict(body, v2.ModelMetadataResponse())
 
     def ModelInfer(self, request: Any) -> Any:
-        with self.service.use(request.model_name, request.model_version or None) as loaded:
+        with lookup.serving(self.service, request.model_name,
+                            request.model_version) as loaded:
             decoded = grpc_tensors.decode_request(request, str(loaded.version),
                                                   loaded.metadata.signature,
                                                   self.state.settings.limits)
             if (record := current_request.get()) is not None:
                 record.adopt_id(request.id or None)  # the message's id names it in the log
-            result = self.service.predict(loaded, decoded.request)
+            ask, asked = requested.resolve(decoded.request, loaded.metadata.signature,
+                                           request.model_name)
+            result = requested.answering(self.service.predict(loaded, ask), asked)
             classification = decoded.options.classification
             labels = loaded.metadata.properties.get("classes") if classification else None
 
@@ -77,15 +79,14 @@ class InferenceServicer:
             count = classification.get(name)
             outputs[name] = np.asarray(array) if count is None else classify(
                 np.asarray(array), count, labels, name)
-        raw = bool(request.raw_input_contents) or grpc_tensors.needs_raw(outputs.values())
         return grpc_tensors.infer_response(result.model, str(result.version), request.id,
-                                           outputs, raw)
+                                           outputs)
 
     # --- extensions --------------------------------------------------------------------------
 
     def ModelStatistics(self, request: Any) -> Any:
-        body = statistics.model_stats(self.service.statistics(request.name or None,
-                                                              request.version or None))
+        body = statistics.model_stats(lookup.statistics(self.service, request.name or None,
+                                                        request.version or None))
         return json_format.ParseDict(body, v2.ModelStatisticsResponse())
 
     def RepositoryIndex(self, request: Any) -> Any:

@@ -15,13 +15,13 @@ from __future__ import annotations
 from flask import Blueprint, Response, request
 from flask.typing import ResponseReturnValue
 
-from . import binary, repository_ext, statistics, wire
+from . import (binary, body, lookup, raw_request, repository_ext, requested, settings, statistics,
+               wire)
 from ... import codecs
 from ...request.record import current_request
 from ...core.state import PredictState
 from ...errors import InvalidInput, ModelNotFound
-from ...request.body import parse_json
-from ...web.protocol_http import error_handler, json_error, read_body, request_state, wsgi_environ
+from ...web.protocol_http import (error_handler, json_error, read_body, request_state, wsgi_environ)
 
 bp = Blueprint("predict_kserve_v2", __name__)
 
@@ -59,15 +59,14 @@ def ready() -> ResponseReturnValue:
 @bp.get("/v2/models/<model>/ready")
 @bp.get("/v2/models/<model>/versions/<version>/ready")
 def model_ready(model: str, version: str | None = None) -> ResponseReturnValue:
-    return _probe(wire.version_ready(request_state().service.model(model, wait=False),
-                                     version))
+    return _probe(lookup.version_ready(request_state().service, model, version))
 
 
 @bp.get("/v2/models/<model>")
 @bp.get("/v2/models/<model>/versions/<version>")
 def model_metadata(model: str, version: str | None = None) -> ResponseReturnValue:
     service = request_state().service
-    with service.use(model, version) as loaded:
+    with lookup.serving(service, model, version) as loaded:
         return _json(wire.model_metadata(service.model(model), loaded))
 
 
@@ -76,16 +75,23 @@ def model_metadata(model: str, version: str | None = None) -> ResponseReturnValu
 def infer(model: str, version: str | None = None) -> ResponseReturnValue:
     record = current_request.get()
     state = request_state() if record is None else record.state
-    head, raw = binary.split_body(read_body(state),
-                                  wsgi_environ().get(binary.HEADER_LENGTH_KEY))
+    header_length = wsgi_environ().get(binary.HEADER_LENGTH_KEY)
+    head, raw = binary.split_body(read_body(state), header_length)
     bounds = state.settings.limits
-    with state.service.use(model, version) as loaded:
-        decoded = wire.decode_infer(parse_json(head, bounds, codecs.loads_v2_infer), raw, model,
-                                    str(loaded.version), loaded.metadata.signature, bounds,
-                                    text=head)
+    with lookup.serving(state.service, model, version) as loaded:
+        signature = loaded.metadata.signature
+        if header_length is not None and not head:  # Triton's raw binary request
+            header, raw = raw_request.as_request(signature, model, raw)
+            decoded = wire.decode_infer(header, raw, model, str(loaded.version), signature,
+                                        bounds)
+        else:
+            decoded = wire.decode_infer(body.parse(head, bounds, settings.of(state.settings),
+                                                   codecs.loads_v2_infer), raw, model,
+                                        str(loaded.version), signature, bounds, text=head)
         if record is not None:
             record.adopt_id(decoded.request_id)  # the body's "id" names the request in the log
-        result = state.service.predict(loaded, decoded.request)
+        ask, asked = requested.resolve(decoded.request, signature, model)
+        result = requested.answering(state.service.predict(loaded, ask), asked)
         payload, chunks = wire.encode_infer(result, decoded.request_id, decoded.options,
                                             loaded.metadata.properties.get("classes"))
     text = codecs.dumps_strict(payload)
@@ -101,7 +107,8 @@ def infer(model: str, version: str | None = None) -> ResponseReturnValue:
 @bp.get("/v2/models/<model>/versions/<version>/stats")
 def model_statistics(model: str | None = None, version: str | None = None
                      ) -> ResponseReturnValue:
-    return _json(statistics.model_stats(request_state().service.statistics(model, version)))
+    return _json(statistics.model_stats(lookup.statistics(request_state().service, model,
+                                                          version)))
 
 
 @bp.post("/v2/repository/index")
@@ -123,8 +130,9 @@ def repository_control(model: str, action: str) -> ResponseReturnValue:
 
 def _optional_json(state: PredictState) -> object:
     """The request's JSON body, ``None`` when it is empty."""
-    body = read_body(state)
-    return parse_json(body, state.settings.limits) if body.strip() else None
+    text = read_body(state)
+    return body.parse(text, state.settings.limits, settings.of(state.settings)) \
+        if text.strip() else None
 
 
 def _parameters(state: PredictState) -> dict[str, object]:

@@ -17,7 +17,6 @@ from typing import Any, Sequence
 import numpy as np
 
 from ... import codecs
-from ...errors import ModelNotFound
 from ...models.served import LoadedVersion, ServedModel
 from ...types import InferenceResponse, Limits, Signature, Tensor, TensorSpec
 from .binary import array_to_binary
@@ -57,16 +56,6 @@ def model_metadata(served: ServedModel, loaded: LoadedVersion) -> dict[str, Any]
             "platform": PLATFORMS.get(meta.platform, meta.platform),
             "inputs": [tensor_metadata(spec) for spec in signature.inputs],
             "outputs": [tensor_metadata(spec) for spec in signature.outputs]}
-
-
-def version_ready(served: ServedModel, version: str | None) -> bool:
-    """Model readiness: any version loaded, or that *version* (one never seen: 404)."""
-    if not version:
-        return served.ready
-    number = int(version) if version.isdigit() else None
-    if number is None or (number not in served.versions and number not in served.statuses):
-        raise ModelNotFound(f"model {served.name!r} has no version {version}")
-    return number in served.versions
 
 
 def tensor_metadata(spec: TensorSpec) -> dict[str, Any]:

@@ -64,16 +64,21 @@ class IdentityPredictor(Predictor):
         return ModelMetadata("identity", {DEFAULT_SIGNATURE: Signature(inputs=(), outputs=())})
 
 
-@pytest.fixture(scope="module")
-def identity_client(tmp_path_factory: pytest.TempPathFactory) -> FlaskClient:
-    base = tmp_path_factory.mktemp("identity")
+def identity_app(base: Path, **config: Any) -> Flask:
+    """An app serving the identity model ``same`` from *base* over V2 (*config*: more keys)."""
     (base / "1").mkdir()
     predict = FlaskPredict()
     predict.register_predictor("identity", IdentityPredictor)
     app = Flask("identity_app")
     app.config.update(PREDICT_MODELS={"same": {"base_path": str(base), "predictor": "identity"}},
-                      PREDICT_POLL_SECONDS=0, PREDICT_PROTOCOLS=["kserve_v2"])
+                      PREDICT_POLL_SECONDS=0, PREDICT_PROTOCOLS=["kserve_v2"], **config)
     predict.init_app(app)
+    return app
+
+
+@pytest.fixture(scope="module")
+def identity_client(tmp_path_factory: pytest.TempPathFactory) -> FlaskClient:
+    app = identity_app(tmp_path_factory.mktemp("identity"))
     return app.test_client()
 
 
@@ -227,7 +232,8 @@ def test_nan_and_infinity_print_as_null(identity_client: FlaskClient) -> None:
     ("500", b'{"inputs": []}', "is 500 but the body has only 14 bytes"),
     ("ten", b'{"inputs": []}', "must be an integer"),
     ("-1", b'{"inputs": []}', "must not be negative"),
-    ("0", b"\x00\x00\x80\x3f", "The document is empty"),
+    ("0", b"\x00\x00\x80\x3f", "Raw request must only have 1 input (found 1) to be deduced "
+                                  "but got 0 inputs in 'same' model configuration"),
 ])
 def test_bad_binary_header(identity_client: FlaskClient, header_length: str, body: bytes,
                            expected: str) -> None:
@@ -436,7 +442,7 @@ def test_readiness_is_false_while_a_model_has_no_version(half_ready_app: Flask) 
     assert client.get("/v2/models/broken/versions/1/ready").status_code == 400
     got = client.post("/v2/models/broken/infer", json={"inputs": []})
     assert got.status_code == 503
-    assert "no version loaded" in got.get_json()["error"]
+    assert got.get_json()["error"] == "Request for unknown model: 'broken' has no available versions"
 
 
 def test_model_metadata_sklearn(client: FlaskClient) -> None:

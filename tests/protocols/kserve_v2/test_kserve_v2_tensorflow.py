@@ -55,8 +55,18 @@ def test_infer_binary_with_a_cast_from_fp64(tf_client: FlaskClient) -> None:
     assert np.frombuffer(got.data[length:], dtype="<f4").tolist() == [2.5, 3.0]
 
 
+def test_a_column_fills_an_input_declared_n_by_1(tf_client: FlaskClient) -> None:
+    """x is declared [-1, 1]: a column of [3] fills it, as skl2onnx's columns."""
+    got = tf_client.post("/v2/models/half/infer", json={"inputs": [
+        {"name": "x", "datatype": "FP32", "shape": [3], "data": [1, 2, 3]}]})
+    assert got.status_code == 200, got.get_json()
+    (y,) = got.get_json()["outputs"]
+    assert (y["shape"], y["data"]) == ([3, 1], [2.5, 3.0, 3.5])
+
+
 @pytest.mark.parametrize("tensor, expected", [
-    ({"datatype": "FP32", "shape": [3], "data": [1, 2, 3]}, "expected shape [-1, 1], got [3]"),
+    ({"datatype": "FP32", "shape": [1, 3], "data": [1, 2, 3]},
+     "expected shape [-1, 1], got [1, 3]"),
     ({"datatype": "BYTES", "shape": [1, 1], "data": ["a"]}, "the model expects FP32, got BYTES"),
 ])
 def test_bad_input(tf_client: FlaskClient, tensor: dict[str, Any], expected: str) -> None:

@@ -95,10 +95,17 @@ def test_repository_errors(watched: Any) -> None:
                                               "name in the model configuration"}
     # a name is looked up, never made into a path
     assert client.post("/v2/repository/models/..%2F..%2Fetc/load").status_code == 404
-    bad = [(b"[1]", "JSON object"), (b'{"ready": "yes"}', "boolean"), (b"{", "")]
-    for body, words in bad:
+    bad = [(b"[1]", "JSON object"), (b'{"ready": "yes"}', "boolean"),
+           (b"{", "failed to parse the request JSON buffer: Missing a name for object "
+                  "member. at 1"),
+           (b"AAAA", "failed to parse the request JSON buffer: Invalid value. at 0")]
+    for body, words in bad:  # a malformed body in Triton's words (its tests look for them)
         answer = client.post("/v2/repository/index", data=body)
         assert answer.status_code == 400 and words in answer.get_json()["error"]
+    for verb in ("load", "unload"):
+        answer = client.post(f"/v2/repository/models/iris/{verb}", data=b"AAAA")
+        assert answer.get_json()["error"] == \
+            "failed to parse the request JSON buffer: Invalid value. at 0"
     answer = client.post("/v2/repository/models/iris/load",
                          json={"parameters": {"config": "{\"backend\": \"onnx\"}"}})
     assert answer.status_code == 400 and "not supported" in answer.get_json()["error"]
@@ -163,12 +170,17 @@ def test_statistics_count_successes_failures_and_phases(watched: Any) -> None:
 
 def test_statistics_errors(watched: Any) -> None:
     client = watched().test_client()
-    assert client.get("/v2/models/nope/stats").status_code == 404
+    answer = client.get("/v2/models/nope/stats")
+    assert answer.status_code == 404
+    assert answer.get_json() == {"error": "requested model 'nope' is not available"}
     answer = client.get("/v2/models/iris/versions/7/stats")
     assert answer.status_code == 404
     assert answer.get_json() == {"error": "requested model 'iris' version 7 is not available"}
     assert client.post("/v2/repository/models/iris/unload").status_code == 200
     assert client.get("/v2/models/iris/stats").status_code == 404
+    answer = client.post("/v2/models/iris/infer", json=IRIS_ROW)  # as Triton: unknown now
+    assert answer.status_code == 404
+    assert answer.get_json() == {"error": "Request for unknown model: 'iris' is not found"}
     assert client.post("/v2/repository/models/iris/load").status_code == 200
 
 
