@@ -70,7 +70,9 @@ def on_starting(server_: Any) -> None:
     below the worker timeout in force, give the workers one folder for server-wide state
     (grps online/offline) and one for prometheus_client's multiprocess metrics
     (``PROMETHEUS_MULTIPROC_DIR``, emptied now), and check the configuration, so a mistake
-    stops the server at boot."""
+    stops the server at boot. A binary upgrade (``USR2``) re-runs ``-m gunicorn`` as it was
+    started, never gunicorn's ``__main__.py`` as a script."""
+    server.keep_upgrades_importable(server_)
     server.share_cores(server_.cfg.workers)
     server.share_timeout(server_.cfg.timeout)
     server.share_state_dir()

@@ -72,6 +72,24 @@ def share_metrics_dir() -> str:
     return os.environ[METRICS_DIR_VARIABLE]
 
 
+def keep_upgrades_importable(arbiter: Any) -> None:
+    """Make gunicorn's binary upgrade (``kill -USR2``) start a master that imports.
+
+    The new master is ``sys.executable`` with the old one's ``sys.argv``. Under ``python -m
+    gunicorn`` (as ``flask-predict serve`` runs it) ``sys.argv[0]`` is gunicorn's
+    ``__main__.py``, so the new master would run that file as a script, with gunicorn's own
+    folder first on ``sys.path``: its ``http`` package hides the standard library's, and the
+    app's import stops at ``No module named 'http.server'``. The re-exec runs ``-m
+    gunicorn`` again instead (gunicorn's issue 3281); a master started by the ``gunicorn``
+    script is left as it is."""
+    import gunicorn
+
+    args = list(arbiter.START_CTX.get("args") or ())
+    main = os.path.join(os.path.dirname(os.path.abspath(gunicorn.__file__)), "__main__.py")
+    if len(args) > 1 and os.path.abspath(args[1]) == main:
+        arbiter.START_CTX["args"] = [args[0], "-m", "gunicorn", *args[2:]]
+
+
 def check_configuration(log: Any) -> None:
     """Validate settings, model folders and model options in the master, importing no
     framework (plugins' manifests only; :func:`flask_predict.core.startup.check_models`).

@@ -5,12 +5,16 @@ from __future__ import annotations
 import os
 import queue
 import signal
+import sys
 import time
 from pathlib import Path
 from types import SimpleNamespace
 
 from flask_predict.process.readiness import ReadyMarks
-from flask_predict.process.server import INDEX_ATTRIBUTE, assign_worker_index, honour_early_stop
+import gunicorn
+
+from flask_predict.process.server import (INDEX_ATTRIBUTE, assign_worker_index,
+                                          honour_early_stop, keep_upgrades_importable)
 
 
 def test_a_respawned_worker_takes_the_index_its_dead_predecessor_freed() -> None:
@@ -73,3 +77,19 @@ def test_a_stop_signal_before_the_workers_own_handlers_ends_it(tmp_path: Path) -
         _, status = os.waitpid(pid, 0)
         expected = 7 if queued == signal.SIGTTIN else 0
         assert os.WIFEXITED(status) and os.WEXITSTATUS(status) == expected
+
+
+def test_an_upgrade_of_a_module_started_master_runs_the_module_again() -> None:
+    """``kill -USR2`` re-executes ``sys.executable`` with the master's ``sys.argv``: under
+    ``python -m gunicorn`` that names gunicorn's ``__main__.py``, whose folder (with
+    gunicorn's ``http`` package) must not lead the new master's ``sys.path``."""
+    main = os.path.join(os.path.dirname(gunicorn.__file__), "__main__.py")
+    flags = ["-c", "python:flask_predict.gunicorn_config", "flask_predict.wsgi:app"]
+    arbiter = SimpleNamespace(START_CTX={"args": [sys.executable, main, *flags], "cwd": "/",
+                                         0: sys.executable})
+    keep_upgrades_importable(arbiter)
+    assert arbiter.START_CTX["args"] == [sys.executable, "-m", "gunicorn", *flags]
+    script = [sys.executable, "/venv/bin/gunicorn", *flags]  # the console script: as it is
+    arbiter.START_CTX["args"] = list(script)
+    keep_upgrades_importable(arbiter)
+    assert arbiter.START_CTX["args"] == script
