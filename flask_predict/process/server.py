@@ -35,7 +35,8 @@ SERVER_WORKERS_VARIABLE = "PREDICT_SERVER_WORKERS"
 ``FLASK_`` variable, so no app reads it as a setting."""
 UPGRADED_FROM_VARIABLE = "PREDICT_UPGRADED_FROM"
 """In a server that a binary upgrade (``USR2``) started: the state folder of the server it
-upgrades, whose ready workers serve while this one's load (not a ``FLASK_`` variable)."""
+upgrades, whose ready workers serve while this one's workers load (not a ``FLASK_``
+variable)."""
 INDEX_ATTRIBUTE = "flask_predict_index"
 """Where the master keeps each gunicorn worker object's index."""
 GRPC_SERVER_KEY = "grpc_server"
@@ -229,7 +230,9 @@ def hold_until_serving(app: Any, worker: Any) -> None:
     loaded = threading.Event()
     state.service.control.after_first_load(loaded.set)
     pid = os.getpid()
-    upgraded = os.environ.get(UPGRADED_FROM_VARIABLE)
+    # gunicorn keeps the old master's pid in GUNICORN_PID until it promotes the new master:
+    # a worker forked after that has no old server to wait for, even a killed one's folder
+    upgraded = os.environ.get(UPGRADED_FROM_VARIABLE) if "GUNICORN_PID" in os.environ else None
 
     def others_serve() -> bool:  # this server's other workers, or the one it upgrades
         return marks.any_ready(pid) or (upgraded is not None and any_marked(upgraded))
