@@ -89,8 +89,8 @@ def keep_upgrades_importable(arbiter: Any) -> None:
     import gunicorn
 
     args = list(arbiter.START_CTX.get("args") or ())
-    main = os.path.join(os.path.dirname(os.path.abspath(gunicorn.__file__)), "__main__.py")
-    if len(args) > 1 and os.path.abspath(args[1]) == main:
+    main = os.path.join(os.path.dirname(os.path.realpath(gunicorn.__file__)), "__main__.py")
+    if len(args) > 1 and os.path.realpath(args[1]) == main:
         arbiter.START_CTX["args"] = [args[0], "-m", "gunicorn", *args[2:]]
 
 
