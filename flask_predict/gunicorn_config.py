@@ -22,7 +22,7 @@ from .process import master, server, server_logs
 
 __all__ = ["bind", "workers", "worker_class", "preload_app", "timeout", "graceful_timeout",
            "worker_tmp_dir", "keepalive", "control_socket_disable", "logger_class",
-           "on_starting", "when_ready", "pre_fork", "post_fork", "post_worker_init",
+           "on_starting", "pre_exec", "when_ready", "pre_fork", "post_fork", "post_worker_init",
            "child_exit", "post_request", "worker_exit", "on_exit"]
 
 #   bind - all interfaces on $PORT (else Vertex AI's $AIP_HTTP_PORT, else 8501: one default
@@ -70,11 +70,19 @@ def on_starting(server_: Any) -> None:
     below the worker timeout in force, give the workers one folder for server-wide state
     (grps online/offline) and one for prometheus_client's multiprocess metrics
     (``PROMETHEUS_MULTIPROC_DIR``, emptied now), and check the configuration, so a mistake
-    stops the server at boot."""
+    stops the server at boot. A binary upgrade (``USR2``) re-runs ``-m gunicorn`` as it was
+    started, never gunicorn's ``__main__.py`` as a script."""
+    server.keep_upgrades_importable(server_)
     server.share_cores(server_.cfg.workers)
     server.share_timeout(server_.cfg.timeout)
     server.share_state_dir()
     server.server_starting(server_)
+
+
+def pre_exec(server_: Any) -> None:
+    # a binary upgrade's new master (USR2): its workers take no connection while they load
+    # and the old server's ready workers serve
+    server.hand_over(server_)
 
 
 def when_ready(server_: Any) -> None:

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 
 from flask import Flask, Response, request
-from werkzeug.exceptions import HTTPException, MethodNotAllowed, NotFound
+from werkzeug.exceptions import HTTPException
 
 from .extension import FlaskPredict
 from .process.url_cache import MatchCachingMap
@@ -34,20 +34,20 @@ def create_app() -> Flask:
     # serves /openapi.json
     app.config.update(server_config())  # FLASK_PREDICT_MODELS='{...}' -> PREDICT_MODELS
     predict.init_app(app)  # runs inside each worker: loads that worker's models
-    app.register_error_handler(NotFound, unknown_route)
-    app.register_error_handler(MethodNotAllowed, unknown_route)
+    app.register_error_handler(HTTPException, unknown_route)
     return app
 
 
 def unknown_route(exc: HTTPException) -> Response:
-    """A path no protocol owns, or a method a route outside the protocols refuses: a JSON
-    ``{"error": ...}`` (the body AI Platform, TF Serving and V2 share) instead of Werkzeug's
-    HTML page; a 405 keeps its ``Allow`` header. The protocols' own paths answer in their
-    own formats, as before."""
-    code = exc.code or 404
+    """A path no protocol owns, a method a route outside the protocols refuses, or any
+    other HTTP error no protocol answered itself (a 413, a 500 outside the protocols): a
+    JSON ``{"error": ...}`` (the body AI Platform, TF Serving and V2 share) instead of
+    Werkzeug's HTML page, with its status and headers (a 405's ``Allow``). The protocols'
+    own errors answer in their own formats, as before."""
+    code = exc.code or 500
     answer = json_response({"error": f"{exc.name}: {request.method} {request.path}"}, code)
     for name, value in exc.get_headers():
-        if name.lower() == "allow":
+        if name.lower() != "content-type":
             answer.headers[name] = value
     return answer
 

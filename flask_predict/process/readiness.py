@@ -83,3 +83,12 @@ class ReadyMarks:
         shutil.rmtree(self.folder, ignore_errors=True)
         self.folder.mkdir(parents=True, exist_ok=True)
         self._wanted.unlink(missing_ok=True)
+
+
+def any_marked(state_dir: str | os.PathLike[str]) -> bool:
+    """Some worker of the server whose state folder is *state_dir* has its models loaded
+    (none once the folder is gone: that server has stopped). Creates nothing."""
+    try:
+        return bool(os.listdir(Path(state_dir) / FOLDER))
+    except OSError:
+        return False

@@ -26,7 +26,7 @@ from ..extension import close_app
 from ..models.shared_state import create_server_dir
 from ..settings.app import read_settings
 from ..settings.environ import server_config
-from .readiness import ReadyMarks
+from .readiness import ReadyMarks, any_marked
 from .server_logs import route_logs
 
 WORKER_INDEX_VARIABLE = "FLASK_PREDICT_WORKER_INDEX"
@@ -34,6 +34,10 @@ STATE_DIR_VARIABLE = "FLASK_PREDICT_STATE_DIR"
 SERVER_WORKERS_VARIABLE = "PREDICT_SERVER_WORKERS"
 """How many workers the master runs (readiness waits for all of them); not a
 ``FLASK_`` variable, so no app reads it as a setting."""
+UPGRADED_FROM_VARIABLE = "PREDICT_UPGRADED_FROM"
+"""In a server that a binary upgrade (``USR2``) started: the state folder of the server it
+upgrades, whose ready workers serve while this one's workers load (not a ``FLASK_``
+variable)."""
 INDEX_ATTRIBUTE = "flask_predict_index"
 """Where the master keeps each gunicorn worker object's index."""
 GRPC_SERVER_KEY = "grpc_server"
@@ -71,6 +75,35 @@ def share_metrics_dir() -> str:
     if not os.environ.get(METRICS_DIR_VARIABLE):
         os.environ[METRICS_DIR_VARIABLE] = os.path.join(share_state_dir(), "prometheus")
     return os.environ[METRICS_DIR_VARIABLE]
+
+
+def keep_upgrades_importable(arbiter: Any) -> None:
+    """Make gunicorn's binary upgrade (``kill -USR2``) start a master that imports.
+
+    The new master is ``sys.executable`` with the old one's ``sys.argv``. Under ``python -m
+    gunicorn`` (as ``flask-predict serve`` runs it) ``sys.argv[0]`` is gunicorn's
+    ``__main__.py``, so the new master would run that file as a script, with gunicorn's own
+    folder first on ``sys.path``: its ``http`` package hides the standard library's, and the
+    app's import stops at ``No module named 'http.server'``. The re-exec runs ``-m
+    gunicorn`` again instead (gunicorn's issue 3281); a master started by the ``gunicorn``
+    script is left as it is."""
+    import gunicorn
+
+    args = list(arbiter.START_CTX.get("args") or ())
+    main = os.path.join(os.path.dirname(os.path.realpath(gunicorn.__file__)), "__main__.py")
+    if len(args) > 1 and os.path.realpath(args[1]) == main:
+        arbiter.START_CTX["args"] = [args[0], "-m", "gunicorn", *args[2:]]
+
+
+def hand_over(arbiter: Any) -> None:
+    """gunicorn's ``pre_exec``, in the forked process about to become a binary upgrade's new
+    master: hand it this server's state folder, so that its workers take no connection
+    while they load and this server's workers serve (:func:`hold_until_serving`). A folder
+    the operator set is shared by both servers already."""
+    folder = os.environ.get(STATE_DIR_VARIABLE)
+    environ = arbiter.cfg.env_orig  # what gunicorn builds the new master's environment from
+    if folder and environ.get(STATE_DIR_VARIABLE) != folder:
+        environ[UPGRADED_FROM_VARIABLE] = folder
 
 
 def check_configuration(log: Any) -> None:
@@ -189,7 +222,8 @@ def hold_until_serving(app: Any, worker: Any) -> None:
     worker of the server is ready, accept none (they wait in the listen queue for a worker
     that serves them), beating so the master never times it out, and honouring its signals.
     At the server's start, when no worker is ready yet, it accepts at once: liveness answers
-    and a request waits for the load (``PREDICT_LOAD_WAIT_SECONDS``)."""
+    and a request waits for the load (``PREDICT_LOAD_WAIT_SECONDS``); the start of a binary
+    upgrade's new server counts the old server's ready workers as others."""
     state: PredictState | None = getattr(app, "extensions", {}).get(EXTENSION_KEY)
     marks = ready_marks()
     if state is None or marks is None:
@@ -197,8 +231,15 @@ def hold_until_serving(app: Any, worker: Any) -> None:
     loaded = threading.Event()
     state.service.control.after_first_load(loaded.set)
     pid = os.getpid()
+    # gunicorn keeps the old master's pid in GUNICORN_PID until it promotes the new master:
+    # a worker forked after that has no old server to wait for, even a killed one's folder
+    upgraded = os.environ.get(UPGRADED_FROM_VARIABLE) if "GUNICORN_PID" in os.environ else None
+
+    def others_serve() -> bool:  # this server's other workers, or the one it upgrades
+        return marks.any_ready(pid) or (upgraded is not None and any_marked(upgraded))
+
     held = time.monotonic()
-    while worker.alive and not loaded.wait(HOLD_STEP_SECONDS) and marks.any_ready(pid):
+    while worker.alive and not loaded.wait(HOLD_STEP_SECONDS) and others_serve():
         worker.notify()
         if os.getppid() != worker.ppid:  # the master is gone
             return

@@ -29,19 +29,29 @@ again (Python creates every socket so, PEP 446; gunicorn's ``close_on_exec`` mak
 the worker's file, made before every accept) is made at most every :data:`HEARTBEAT_EVERY`
 seconds, an eighth of the worker timeout at most: the master looks at it once a second and
 kills only a worker silent for the whole timeout.
+
+A request gunicorn's HTTP parser refuses (a bad request line, both ``Content-Length`` and
+``Transfer-Encoding``, a header too long or too many, an unsupported transfer coding...)
+never reaches the app: gunicorn answers it itself, with the status it chooses (400, 414,
+417, 431, 501), and :class:`SyncWorker` makes that answer's body the JSON ``{"error": ...}``
+every protocol's clients read, where gunicorn writes an HTML page.
 """
 
 from __future__ import annotations
 
+import contextlib
+import json
 import socket
 import time
-from typing import Any
+from typing import Any, Iterator
 
+from gunicorn import util
 from gunicorn.http.body import LengthReader
 from gunicorn.http.wsgi import Response
 from gunicorn.workers.sync import SyncWorker as GunicornSyncWorker
 
-__all__ = ["OneWriteResponse", "SyncWorker", "close_read_connection", "read_whole"]
+__all__ = ["OneWriteResponse", "SyncWorker", "close_read_connection", "read_whole",
+           "write_json_error"]
 
 #: what the drain reads at most before it leaves the connection to gunicorn's staged close
 DRAIN_LIMIT = 65536
@@ -88,11 +98,39 @@ class SyncWorker(GunicornSyncWorker):  # type: ignore[misc]
         if read_whole(req) and type(client) is socket.socket:
             close_read_connection(client)
 
+    def handle_error(self, req: Any, client: Any, addr: Any, exc: BaseException) -> None:
+        """gunicorn's answer to a request it could not read or serve, with its status and
+        words, in JSON (:func:`write_json_error`)."""
+        with json_error_pages():
+            super().handle_error(req, client, addr, exc)
+
     def answer(self, environ: dict[str, Any], start_response: Any) -> Any:
         """The app, called with gunicorn's own response turned into a
         :class:`OneWriteResponse`."""
         one_write(start_response)
         return self.app_callable(environ, start_response)
+
+
+@contextlib.contextmanager
+def json_error_pages() -> Iterator[None]:
+    """gunicorn's error answers written by :func:`write_json_error` while the block runs
+    (gunicorn's ``handle_error`` chooses the status and words, then calls
+    ``gunicorn.util.write_error``, which writes an HTML page)."""
+    html_page = util.write_error
+    util.write_error = write_json_error
+    try:
+        yield
+    finally:
+        util.write_error = html_page
+
+
+def write_json_error(sock: Any, status_int: int, reason: str, mesg: str) -> None:
+    """``gunicorn.util.write_error``'s answer (same status line, ``Connection: close``) with
+    ``{"error": "<reason>: <message>"}`` as its body instead of an HTML page."""
+    body = json.dumps({"error": f"{reason}: {mesg}" if mesg else reason}).encode()
+    head = (f"HTTP/1.1 {status_int} {reason}\r\nConnection: close\r\n"
+            f"Content-Type: application/json\r\nContent-Length: {len(body)}\r\n\r\n")
+    util.write_nonblock(sock, head.encode("latin-1") + body)
 
 
 def one_write(start_response: Any) -> None:

@@ -76,6 +76,10 @@ def _read_raw(environ: dict[str, Any], limit: int) -> bytes:
         raise PayloadTooLarge("request body is over the server's size limit")
     except ClientDisconnected:
         raise InvalidInput("the request body ended early")
+    except (HTTPException, PredictError):
+        raise
+    except Exception as exc:  # the server's own reader refused the framing (a bad chunk)
+        raise InvalidInput(f"the request body could not be read: {str(exc)[:200]}") from exc
     if len(data) > limit:
         raise PayloadTooLarge(f"request body is over the limit of {limit} bytes")
     return data

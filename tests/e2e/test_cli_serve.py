@@ -63,3 +63,17 @@ def test_a_configuration_mistake_stops_the_master(tmp_path: Path) -> None:
     assert done.returncode != 0
     assert "flask_predict: configuration error" in done.stderr
     assert "is not a directory" in done.stderr
+
+
+def test_a_model_config_file_that_does_not_parse_says_so_as_tf_serving(tmp_path: Path) -> None:
+    """TF Serving's own test of a bad ``--model_config_file`` looks for these words in the
+    server's standard error."""
+    config = tmp_path / "models.config"
+    config.write_text("model_config_list {\n  config {\n    name: 'm'\n    base_path: @\n")
+    done = subprocess.run([flask_predict(), "serve", "--model_config_file", str(config),
+                           "--bind", "127.0.0.1:0"],
+                          cwd=tmp_path, capture_output=True, text=True, timeout=120)
+    assert done.returncode != 0
+    assert ("Error parsing text-format tensorflow.serving.ModelServerConfig: 4:16: "
+            "unexpected '@'") in done.stderr
+    assert str(config) in done.stderr

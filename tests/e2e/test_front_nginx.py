@@ -111,3 +111,45 @@ def test_a_malformed_request_gets_a_json_error(port: int) -> None:
     head, _, body = answer.partition("\r\n\r\n")
     assert head.startswith("HTTP/1.1 400")
     assert json.loads(body) == {"error": "the request is malformed"}
+
+
+@pytest.mark.parametrize("sent", [
+    pytest.param(b"POST /v1/models/iris:predict HTTP/1.1\r\nHost: a\r\nContent-Length: 5\r\n"
+                 b"Transfer-Encoding: chunked\r\n\r\n0\r\n\r\n", id="length-and-chunked"),
+    pytest.param(b"POST /v1/models/iris:predict HTTP/1.1\r\nHost: a\r\n"
+                 b"Transfer-Encoding: gzip\r\n\r\n", id="unsupported-transfer-coding"),
+    pytest.param(b"TRACE / HTTP/1.1\r\nHost: a\r\n\r\n", id="trace"),
+    pytest.param(b"GET / HTTP/2.0\r\nHost: a\r\n\r\n", id="http-version"),
+    pytest.param(b"GET / HTTP/1.1\r\nHost: a\r\nX-A: a\x00b\r\n\r\n", id="nul-in-header"),
+    pytest.param(b"G@T / HTTP/1.1\r\nHost: a\r\n\r\n", id="bad-method"),
+    pytest.param(b"GET / HTTP/1.1\r\nHost: a\r\nX-Long: " + b"a" * 40000 + b"\r\n\r\n",
+                 id="header-too-long"),
+    pytest.param(b"GET /" + b"a" * 40000 + b" HTTP/1.1\r\nHost: a\r\n\r\n",
+                 id="request-line-too-long"),
+    pytest.param(b"GET / HTTP/1.1\r\n\r\n", id="no-host"),
+])
+def test_what_nginx_refuses_itself_is_json(port: int, sent: bytes) -> None:
+    """Its refusals before any worker sees the request, those whose request line it could
+    not read included, in the protocols' JSON: never nginx's HTML page."""
+    status, body = raw(port, sent)
+    assert status >= 400 and "error" in body, body
+
+
+def test_what_nginx_refuses_under_grps_is_grps_envelope(port: int) -> None:
+    status, body = raw(port, b"POST /grps/v1/infer/predict HTTP/1.1\r\nHost: a\r\n"
+                             b"Transfer-Encoding: gzip\r\n\r\n")
+    assert status == 501
+    assert body == {"status": {"code": 501, "msg": "the transfer encoding is not supported",
+                               "status": "FAILURE"}}
+
+
+def raw(port: int, sent: bytes) -> tuple[int, Any]:
+    """The status and JSON body of the answer to *sent*, bytes as they are."""
+    with socket.create_connection(("127.0.0.1", port), timeout=10) as conn:
+        conn.sendall(sent)
+        answer = b""
+        while chunk := conn.recv(65536):
+            answer += chunk
+    head, _, body = answer.decode("latin-1").partition("\r\n\r\n")
+    assert "content-type: application/json" in head.lower(), answer
+    return int(head.split()[1]), json.loads(body)

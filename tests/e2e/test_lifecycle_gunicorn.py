@@ -7,6 +7,7 @@ worker."""
 from __future__ import annotations
 
 import json
+import os
 import shutil
 import time
 from concurrent.futures import ThreadPoolExecutor
@@ -31,7 +32,9 @@ import time
 
 
 class SlowPredictor:
-    """Sleeps ``sleep`` seconds when asked, and answers the pid of its worker."""
+    """Sleeps ``sleep`` seconds when asked, and answers the pid of its worker; asked with
+    ``started`` (a folder), it first writes a file named by its pid there, and with
+    ``release`` (a file), it then waits until that file exists."""
 
     @classmethod
     def from_path(cls, model_dir):
@@ -39,7 +42,11 @@ class SlowPredictor:
             raise RuntimeError("this version refuses to load")
         return cls()
 
-    def predict(self, instances, sleep=0):
+    def predict(self, instances, sleep=0, started=None, release=None):
+        if started:
+            open(os.path.join(started, str(os.getpid())), "w").close()
+        while release and not os.path.exists(release):
+            time.sleep(0.05)
         time.sleep(sleep)
         return [os.getpid() for _ in instances]
 '''
@@ -71,9 +78,10 @@ def v2_version(server: GunicornServer) -> tuple[int, str | None]:
     return status, json.loads(data).get("model_version") if status == 200 else None
 
 
-def slow(server: GunicornServer, sleep: float = 0) -> tuple[int, Any]:
+def slow(server: GunicornServer, sleep: float = 0, **held: str) -> tuple[int, Any]:
+    """One prediction of the slow model (*held*: its ``started`` and ``release``)."""
     status, _, data = request("POST", server.url + "/v1/projects/p/models/slow:predict",
-                              body={"instances": [1], "sleep": sleep})
+                              body={"instances": [1], "sleep": sleep, **held}, timeout=90)
     return status, json.loads(data) if data else None
 
 
@@ -228,17 +236,25 @@ def test_tfserving_status_shows_versions_and_errors(
                    body={"instances": [FLOWER]})[0] == 404
 
 
-def test_kill_hup_reloads_gracefully(served: tuple[GunicornServer, Path]) -> None:
+def test_kill_hup_reloads_gracefully(served: tuple[GunicornServer, Path],
+                                     tmp_path: Path) -> None:
     server, _ = served
     old = pids(server)
+    started, release = tmp_path / "started", tmp_path / "release"
+    started.mkdir()
+    held = {"started": str(started), "release": str(release)}
     with ThreadPoolExecutor(2) as pool:
-        in_flight = [pool.submit(slow, server, 3.0) for _ in range(2)]
-        time.sleep(1.0)  # both requests are running, one in each worker
+        in_flight = [pool.submit(slow, server, 0, **held) for _ in range(2)]
+        deadline = time.monotonic() + 60
+        while len(os.listdir(started)) < 2:  # both requests running, one in each worker
+            assert time.monotonic() < deadline, "the two requests never both started"
+            time.sleep(0.05)
         server.reload()
+        new = pids(server)  # the new workers answer while the old ones hold a request each
+        release.touch()
         answers = [future.result(timeout=60) for future in in_flight]
     assert [status for status, _ in answers] == [200, 200]
     assert {body["predictions"][0] for _, body in answers} == old
-    new = pids(server)
     assert len(new) == 2 and not new & old, "every worker was replaced"
     assert v2_version(server) == (200, "1")
 

@@ -1,6 +1,7 @@
 """The packaged sync worker under real gunicorn, one worker: a client that keeps its socket
-open after its answer does not hold the worker, and a client still sending a body that was
-refused unread gets its answer, not a reset."""
+open after its answer does not hold the worker, a client still sending a body that was
+refused unread gets its answer, not a reset, and a request gunicorn's parser refuses gets
+gunicorn's status with a JSON body, never its HTML page."""
 
 from __future__ import annotations
 
@@ -77,3 +78,58 @@ def test_a_client_still_sending_a_refused_body_reads_its_answer(server: Gunicorn
 
 def test_the_server_runs_the_packaged_worker(server: GunicornServer) -> None:
     assert "Using worker: flask_predict.process.sync_worker.SyncWorker" in server.log_text()
+
+
+PREDICT = b"POST /v1/models/iris:predict HTTP/1.1\r\nHost: x\r\n"
+JSON = b"Content-Type: application/json\r\n"
+
+
+@pytest.mark.parametrize("sent, status", [
+    pytest.param(PREDICT + b"Content-Length: 5\r\nTransfer-Encoding: chunked\r\n\r\n"
+                 b"0\r\n\r\n", 400, id="content-length-and-chunked"),
+    pytest.param(PREDICT + b"Content-Length: 5\r\nContent-Length: 6\r\n\r\nhello", 400,
+                 id="two-content-lengths"),
+    pytest.param(PREDICT + b"Content-Length: abc\r\n\r\n", 400, id="length-not-a-number"),
+    pytest.param(PREDICT + b"Transfer-Encoding: gzip\r\n\r\n", 400,
+                 id="unsupported-transfer-coding"),
+    pytest.param(b"GARBAGE\r\n\r\n", 400, id="bad-request-line"),
+    pytest.param(b"G@T / HTTP/1.1\r\nHost: x\r\n\r\n", 400, id="bad-method"),
+    pytest.param(b"GET / HTTP/9.9\r\nHost: x\r\n\r\n", 400, id="bad-http-version"),
+    pytest.param(b"GET /" + b"a" * 5000 + b" HTTP/1.1\r\nHost: x\r\n\r\n", 414,
+                 id="request-line-too-long"),
+    pytest.param(b"GET / HTTP/1.1\r\nHost: x\r\nX-Long: " + b"a" * 9000 + b"\r\n\r\n", 431,
+                 id="header-too-long"),
+    pytest.param(b"GET / HTTP/1.1\r\n" + b"".join(b"X-%d: 1\r\n" % i for i in range(120))
+                 + b"\r\n", 431, id="too-many-headers"),
+    pytest.param(b"GET / HTTP/1.1\r\nHost: x\r\nBad Header: 1\r\n\r\n", 400,
+                 id="bad-header-name"),
+    pytest.param(b"GET / HTTP/1.1\r\nHost: x\r\nX-A: a\x00b\r\n\r\n", 400,
+                 id="nul-in-header"),
+    pytest.param(b"GET / HTTP/1.1\r\nHost: x\r\nX-A: 1\r\n  folded\r\n\r\n", 400,
+                 id="obsolete-folding"),
+    pytest.param(PREDICT + b"Expect: 200-ok\r\nContent-Length: 2\r\n\r\n{}", 417,
+                 id="unknown-expectation"),
+    # the body's chunks are read by the app: the protocol's own error, a 400
+    pytest.param(PREDICT + JSON + b"Transfer-Encoding: chunked\r\n\r\nzz\r\nhello\r\n"
+                 b"0\r\n\r\n", 400, id="bad-chunk-size"),
+    pytest.param(b"POST /v2/models/iris/infer HTTP/1.1\r\nHost: x\r\n" + JSON +
+                 b"Transfer-Encoding: chunked\r\n\r\n2\r\n{}XX0\r\n\r\n", 400,
+                 id="bad-chunk-terminator"),
+])
+def test_a_request_the_parser_refuses_is_answered_in_json(
+        server: GunicornServer, sent: bytes, status: int) -> None:
+    with socket.create_connection(("127.0.0.1", server.port), timeout=30) as sock:
+        sock.sendall(sent)
+        data = b""
+        while chunk := sock.recv(65536):
+            data += chunk
+    head, _, body = data.partition(b"\r\n\r\n")
+    lines = head.decode("latin-1").split("\r\n")
+    headers = {name.lower(): value for name, _, value in
+               (line.partition(": ") for line in lines[1:])}
+    assert int(lines[0].split()[1]) == status, data
+    assert headers["content-type"] == "application/json", data
+    assert int(headers["content-length"]) == len(body)
+    assert b"<" not in body
+    error = json.loads(body)["error"]
+    assert isinstance(error, str) and error, body

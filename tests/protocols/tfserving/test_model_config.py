@@ -52,21 +52,44 @@ def test_latest_without_count_serves_one() -> None:
     assert entry["version_policy"] == {"latest": {}}
 
 
+PARSE = "Error parsing text-format tensorflow.serving.ModelServerConfig"
+
+
 @pytest.mark.parametrize("text, message", [
-    ("model_config_list { config { name: 'm' }", "missing '}'"),
-    ("model_config_list { config { base_path: '/m' } }", "needs a name"),
+    # what protobuf's parser refuses: TF Serving's words (its tests look for them), the
+    # line and column, then ours
+    ("model_config_list { config { name: 'm' }", f"^{PARSE}: 1:41: missing '}}'$"),
+    ("model_config_list {\n  config { name: 'm' base_path: $ } }",
+     f"^{PARSE}: 2:33: unexpected '\\$'$"),
+    ("model_config_list { config { name: } }",
+     f"^{PARSE}: 1:36: field 'name' has no value before '}}'$"),
+    ("model_config_list { config { name: 'm' } } 7", f"^{PARSE}: 1:44: expected a field name"),
+    ("model_config_list { config { name: 'm' base_path: ['/m' } }", f"^{PARSE}: 1:60: missing ']'"),
     ("model_config_list { config { name: 'm' base_path: '/m' color: 1 } }",
-     "unsupported field 'color'"),
-    ("custom_model_config {}", "only model_config_list"),
+     f'^{PARSE}: Message type "tensorflow.serving.ModelConfig" has no field named "color" '
+     r"\(fields: name, base_path"),
+    ("model_config { config { name: 'm' } }",
+     f'^{PARSE}: Message type "tensorflow.serving.ModelServerConfig" has no field named '
+     '"model_config"'),
+    ("model_config_list { model { name: 'm' } }",
+     f'^{PARSE}: Message type "tensorflow.serving.ModelConfigList" has no field named "model"'),
     ("model_config_list { config { name: 'm' version_labels { key: 'x' value: 'y' } } }",
-     "integer value"),
+     f"^{PARSE}: version_labels needs a string key and an integer value"),
     ("model_config_list { config { name: 'm' model_version_policy { newest {} } } }",
-     "unknown model_version_policy"),
-    ("model_config_list { config { name: 'm' base_path: $ } }", "unexpected '\\$'"),
+     f'^{PARSE}: Message type "tensorflow.serving.FileSystemStoragePathSourceConfig.'
+     'ServableVersionPolicy" has no field named "newest"'),
+    ("model_config_list { config { name: 'm' model_version_policy { all {} latest {} } } }",
+     f"^{PARSE}: model_version_policy takes one of latest, all, specific, got all, latest"),
+    ("model_config_list: 3", f"^{PARSE}: 'model_config_list' must be a message"),
+    # what parses, and TF Serving refuses or we do not serve: our words alone
+    ("model_config_list { config { base_path: '/m' } }", "needs a name"),
+    ("custom_model_config {}", "only model_config_list"),
+    ("model_config_list { config { name: 'm' model_version_policy {} } }", "needs one of"),
 ])
 def test_errors_name_the_problem(text: str, message: str) -> None:
-    with pytest.raises(ConfigError, match=message):
+    with pytest.raises(ConfigError, match=message) as error:
         parse_model_config_list(text)
+    assert (PARSE in error.value.message) == message.startswith(f"^{PARSE}")
 
 
 def test_error_names_the_file(tmp_path: Path) -> None:

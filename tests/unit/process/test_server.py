@@ -5,12 +5,19 @@ from __future__ import annotations
 import os
 import queue
 import signal
+import sys
 import time
 from pathlib import Path
 from types import SimpleNamespace
 
-from flask_predict.process.readiness import ReadyMarks
-from flask_predict.process.server import INDEX_ATTRIBUTE, assign_worker_index, honour_early_stop
+import gunicorn
+import pytest
+
+from flask_predict.process.readiness import ReadyMarks, any_marked
+from flask_predict.process.server import (INDEX_ATTRIBUTE, STATE_DIR_VARIABLE,
+                                          UPGRADED_FROM_VARIABLE, assign_worker_index,
+                                          hand_over, honour_early_stop,
+                                          keep_upgrades_importable)
 
 
 def test_a_respawned_worker_takes_the_index_its_dead_predecessor_freed() -> None:
@@ -73,3 +80,35 @@ def test_a_stop_signal_before_the_workers_own_handlers_ends_it(tmp_path: Path) -
         _, status = os.waitpid(pid, 0)
         expected = 7 if queued == signal.SIGTTIN else 0
         assert os.WIFEXITED(status) and os.WEXITSTATUS(status) == expected
+
+
+def test_an_upgrade_of_a_module_started_master_runs_the_module_again() -> None:
+    """``kill -USR2`` re-executes ``sys.executable`` with the master's ``sys.argv``: under
+    ``python -m gunicorn`` that names gunicorn's ``__main__.py``, whose folder (with
+    gunicorn's ``http`` package) must not lead the new master's ``sys.path``."""
+    main = os.path.join(os.path.dirname(gunicorn.__file__), "__main__.py")
+    flags = ["-c", "python:flask_predict.gunicorn_config", "flask_predict.wsgi:app"]
+    arbiter = SimpleNamespace(START_CTX={"args": [sys.executable, main, *flags], "cwd": "/",
+                                         0: sys.executable})
+    keep_upgrades_importable(arbiter)
+    assert arbiter.START_CTX["args"] == [sys.executable, "-m", "gunicorn", *flags]
+    script = [sys.executable, "/venv/bin/gunicorn", *flags]  # the console script: as it is
+    arbiter.START_CTX["args"] = list(script)
+    keep_upgrades_importable(arbiter)
+    assert arbiter.START_CTX["args"] == script
+
+
+def test_an_upgrades_new_master_is_handed_the_old_servers_state_folder(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv(STATE_DIR_VARIABLE, str(tmp_path))  # made by the master at start
+    arbiter = SimpleNamespace(cfg=SimpleNamespace(env_orig={}))
+    hand_over(arbiter)
+    assert arbiter.cfg.env_orig == {UPGRADED_FROM_VARIABLE: str(tmp_path)}
+    assert not any_marked(tmp_path)
+    ReadyMarks(tmp_path, workers=2).mark(101, True)
+    assert any_marked(tmp_path)
+    assert not any_marked(tmp_path / "gone") and not (tmp_path / "gone").exists()
+    # a folder the operator set: both servers share it already
+    operators = SimpleNamespace(cfg=SimpleNamespace(env_orig={STATE_DIR_VARIABLE: str(tmp_path)}))
+    hand_over(operators)
+    assert UPGRADED_FROM_VARIABLE not in operators.cfg.env_orig
