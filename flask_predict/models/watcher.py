@@ -28,7 +28,7 @@ from typing import Any, Callable
 
 from ..errors import PredictError
 from ..settings.model_config import load_models
-from ..storage import refresh
+from .. import storage
 from ..types import ModelSpec
 from .repository import ModelRepository
 from .shared_state import NameSet
@@ -192,8 +192,10 @@ class Watcher:
         try:
             self.specs = self.read_specs()
             served = self.served(self.specs)
-            for spec in served:  # remote model paths: the mirror follows its store
-                refresh(spec.base_path, self.poll_seconds)
+            # remote model paths: each mirror follows its store on a thread of its own, so
+            # a store that does not answer holds up only its models
+            storage.poll([(spec.base_path, spec.serves) for spec in served],
+                         self.poll_seconds, wait=max(self.poll_seconds, 1.0))
             self.repository.sync(served)
         except Exception as exc:
             self._report(exc)
