@@ -142,11 +142,11 @@ class Mirror:
                 return
             self._clean(state)
             try:
-                self._pass(state, strict=first)
+                settling = self._pass(state, strict=first)
                 deadline = now + FIRST_SYNC_SECONDS
-                while first and state["seen"] and time.time() < deadline:
+                while first and settling and time.time() < deadline:
                     time.sleep(SETTLE_SECONDS)
-                    self._pass(state, strict=True)
+                    settling = self._pass(state, strict=True)
                 if first and not state["cached"]:
                     raise StorageError(f"{self.uri}: its version policy serves none of the "
                                        f"versions listed ({self._listed})" if self._listed
@@ -165,9 +165,9 @@ class Mirror:
             finally:
                 _write(os.path.join(self.folder, STATE), json.dumps(state))
 
-    def _pass(self, state: State, strict: bool) -> None:
+    def _pass(self, state: State, strict: bool) -> bool:
         """List once; download the versions that settled (those :attr:`choose` takes),
-        drop those that left."""
+        drop those that left. Whether a version to download is still settling."""
         self.activity = "listing the prefix"
         versions = group_versions(self._store(self.uri).list())
         self._listed = sorted(versions)
@@ -177,16 +177,15 @@ class Mirror:
         failure: StorageError | None = None
         for number, items in sorted(versions.items()):
             key, tag = str(number), fingerprint(items)
-            if number not in wanted and key not in cached:
-                seen.pop(key, None)
-                continue
             if cached.get(key, {}).get("tag") == tag:
                 seen.pop(key, None)
                 continue
             if seen.get(key, {}).get("tag") != tag:
                 seen[key] = {"tag": tag, "at": now}
                 continue
-            if now - seen[key]["at"] < SETTLE_SECONDS:
+            # one not served is watched too: a policy changed on reload takes it at once
+            if now - seen[key]["at"] < SETTLE_SECONDS or (number not in wanted
+                                                          and key not in cached):
                 continue
             try:
                 self._download(number, items, tag, state)
@@ -202,6 +201,7 @@ class Mirror:
             del seen[key]
         if failure is not None:
             raise failure
+        return any(int(key) in wanted or key in cached for key in seen)
 
     def _download(self, number: int, items: Version, tag: str, state: State) -> None:
         """Fetch a version into a partial folder, then put it in place in one rename."""
