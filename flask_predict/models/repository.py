@@ -20,6 +20,7 @@ from typing import Callable, Iterable, Mapping
 from ..core.startup import LoadFailure, check_first_load, cause_of
 from ..errors import ConfigError, ModelNotFound
 from ..predictor import Predictor
+from ..storage import shown
 from ..types import ModelSpec
 from .artifacts import artifact_file, tree_stamp, version_folders, version_path
 from .plugins import detect_predictor
@@ -190,7 +191,8 @@ class ModelRepository:
         those."""
         spec = served.spec
         on_disk = version_folders(spec.base_path)
-        empty = f"model {spec.name!r}: no numbered version folder in {spec.base_path!r}"
+        empty = (f"model {spec.name!r}: no numbered version folder in "
+                 f"{shown(spec.base_path)!r}")
         if not on_disk:
             if self._synced:  # at start, the start-up rule says it
                 self._warn_once(f"{empty}; the versions loaded stay served")
@@ -286,7 +288,7 @@ class ModelRepository:
         try:
             name = plugin_for(spec, path)
             logger.info("loading model %r version %d from %s with plugin %r", spec.name,
-                        version, path, name)
+                        version, shown(path), name)
             predictor = self._load(self._lookup(name), spec, version, path)
             loaded = LoadedVersion(spec, version, predictor, predictor.metadata(), path,
                                    owned=self._only is None)

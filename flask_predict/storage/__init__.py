@@ -15,6 +15,7 @@ import functools
 import hashlib
 import logging
 import os
+import re
 import tempfile
 from typing import Iterable
 
@@ -23,7 +24,8 @@ from .polls import poll_mirrors
 from .store import StorageError, Store
 from .uri import RemoteUri, is_remote, parse_uri
 
-__all__ = ["Choice", "StorageError", "cache_root", "is_remote", "poll", "refresh", "resolve"]
+__all__ = ["Choice", "StorageError", "cache_root", "is_remote", "poll", "refresh", "resolve",
+           "shown"]
 
 logger = logging.getLogger(__name__)
 
@@ -73,6 +75,27 @@ def refresh(base_path: str, poll_seconds: float, choose: Choice | None = None) -
     except Exception:
         logger.exception("flask_predict: syncing %s failed; the versions cached stay",
                          mirror.uri)
+
+
+def shown(text: str) -> str:
+    """*text* (a path, a message) with every path inside a mirror of the cache written as
+    the URI the user configured: ``<cache>/s3/models/junk-a5fe.../1/model.joblib`` (or the
+    ``.objects/1-<tag>`` folder its link names) reads ``s3://models/junk/1/model.joblib``."""
+    roots = {cache_root(), os.path.realpath(cache_root())}
+    if not any(root in text for root in roots):
+        return text
+    folders = "|".join(re.escape(root) for root in sorted(roots, key=len, reverse=True))
+    pattern = re.compile(rf"((?:{folders})/(?:gs|s3)/[^/\s'\"]+/[^/\s'\"]+-[0-9a-f]{{12}})"
+                         r"(?:/\.objects/(\d+)-[0-9a-f]{16}|/(\d+)\b)?")
+
+    def uri_of(found: re.Match[str]) -> str:
+        version = found.group(2) or found.group(3)
+        mirror = Mirror.at(found.group(1), open_store)
+        if mirror is None:
+            return found.group(0)
+        return mirror.remote(int(version)) if version else str(mirror.uri)
+
+    return pattern.sub(uri_of, text)
 
 
 def open_store(uri: RemoteUri) -> Store:

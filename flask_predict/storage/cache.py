@@ -107,6 +107,15 @@ class Mirror:
         except (OSError, ValueError):
             return None
 
+    def remote(self, version: int) -> str:
+        """The URI of *version*'s folder in the store: the prefix itself for a flat one's
+        version 1, else the numbered folder as the store names it (``00000002``)."""
+        state = self._read_state()
+        if state.get("flat") and version == 1:
+            return str(self.uri)
+        name = state["cached"].get(str(version), {}).get("name") or str(version)
+        return f"{self.uri}/{name}"
+
     def create(self) -> None:
         """Make the folder (private to this user) and record its URI."""
         os.makedirs(os.path.join(self.folder, OBJECTS), mode=0o700, exist_ok=True)
@@ -171,6 +180,7 @@ class Mirror:
         self.activity = "listing the prefix"
         versions = group_versions(self._store(self.uri).list())
         self._listed = sorted(versions)
+        state["flat"] = 1 in versions and all(name == item.name for name, item in versions[1])
         now = state["listed"] = time.time()
         cached, seen = state["cached"], state["seen"]
         wanted = set(versions if self.choose is None else self.choose(sorted(versions)))
@@ -221,7 +231,8 @@ class Mirror:
         os.symlink(os.path.join(OBJECTS, name), link, target_is_directory=True)
         os.replace(link, os.path.join(self.folder, str(number)))
         old = state["cached"].get(str(number))
-        state["cached"][str(number)] = {"tag": tag, "folder": name}
+        head = items[0][1].name.partition("/")[0] if items and not state.get("flat") else ""
+        state["cached"][str(number)] = {"tag": tag, "folder": name, "name": head}
         if old is not None and old["folder"] != name:
             shutil.rmtree(os.path.join(objects, old["folder"]), ignore_errors=True)
         logger.info("flask_predict: %s: version %d downloaded (%d objects, %d bytes) in "
