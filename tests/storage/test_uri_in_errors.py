@@ -11,6 +11,7 @@ import pytest
 from flask import Flask
 
 from flask_predict import FlaskPredict, storage
+from flask_predict.cli.check import as_json, check, render
 from flask_predict.errors import ConfigError
 from tests import models
 from tests.storage_servers import Bucket
@@ -65,3 +66,11 @@ def test_shown_maps_links_objects_and_flat_prefixes(bucket: Bucket) -> None:
     assert storage.shown(f"{os.path.realpath(Path(flat, '1'))}/model.joblib") == \
         bucket.uri("flat/model.joblib")
     assert storage.shown("/srv/models/iris/1/model.joblib") == "/srv/models/iris/1/model.joblib"
+
+
+def test_check_names_the_bucket(bucket: Bucket) -> None:
+    bucket.put("models/junk/1/model.joblib", b"not a pickle at all\n" * 4)
+    report = check(bucket.uri("models/junk"), predictor="sklearn")
+    cache = os.environ["FLASK_PREDICT_STORAGE_CACHE"]
+    for text in (render(report), as_json(report)):
+        assert bucket.uri("models/junk/1") in text and cache not in text
