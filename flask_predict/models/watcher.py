@@ -6,6 +6,10 @@ thread re-reads the model config file and the version folders and calls
 workers serve requests on the main thread, so loading happens beside them; the repository
 swaps each model's versions in one assignment once the new version is loaded and warmed up.
 
+A remote model path's mirror (:mod:`flask_predict.storage`) follows its store on a thread of
+its own at each poll; the poll waits at most one interval for them, so a store that does
+not answer holds up only its own models.
+
 Each worker runs its own watcher over the same files, so every worker reaches the same
 served versions within one poll interval, with no state shared between processes. A
 version folder counts once it has its numeric name: copy it under another name (``.3.tmp``)
