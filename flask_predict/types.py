@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any, Mapping
+from typing import Any, Iterable, Mapping
 
 import numpy.typing as npt
 
@@ -122,6 +122,15 @@ class ModelSpec:
     payload_log: Any = None
     """The model's ``payload_log`` entry as configured (``None``: the server-wide payload
     log; read by :mod:`flask_predict.settings.payload_log`)."""
+
+    def serves(self, versions: Iterable[int]) -> set[int]:
+        """The versions of *versions* its policy serves, and those its labels or default
+        version pin."""
+        available = list(versions)
+        pinned = set(self.labels.values())
+        if self.default_version is not None and self.default_version.isdigit():
+            pinned.add(int(self.default_version))
+        return set(self.version_policy.choose(available)) | (pinned & set(available))
 
 
 @dataclass(frozen=True)

@@ -128,3 +128,72 @@ class Bucket:
         for path in sorted(folder.rglob("*")):
             if path.is_file():
                 self.put(f"{prefix}/{path.relative_to(folder).as_posix()}", path.read_bytes())
+
+
+class Stall:
+    """A TCP front for a store that can stop answering: while :meth:`stall`, it accepts every
+    connection and never sends a byte (a hung endpoint, not a refused one); otherwise it
+    passes bytes both ways to *target*'s port."""
+
+    def __init__(self, target: StoreServer) -> None:
+        import socket
+        import threading
+        self.target = target.port
+        self.stalled = threading.Event()
+        self.held: list[socket.socket] = []
+        self._piped: list[socket.socket] = []
+        self._listener = socket.create_server(("127.0.0.1", 0))
+        self.port = self._listener.getsockname()[1]
+        self.url = f"http://127.0.0.1:{self.port}"
+        self._closed = False
+        threading.Thread(target=self._accept, daemon=True).start()
+
+    def stall(self) -> None:
+        """Stop answering; the connections open now are cut (a client's pooled connection
+        reconnects, and is held)."""
+        self.stalled.set()
+        piped, self._piped = self._piped, []
+        for connection in piped:
+            connection.close()
+
+    def release(self) -> None:
+        """Answer again: the connections held are closed (the client tries again)."""
+        self.stalled.clear()
+        held, self.held = self.held, []
+        for connection in held:
+            connection.close()
+
+    def close(self) -> None:
+        self._closed = True
+        self.release()
+        self._listener.close()
+
+    def _accept(self) -> None:
+        import socket
+        import threading
+        while not self._closed:
+            try:
+                client, _ = self._listener.accept()
+            except OSError:
+                return
+            if self.stalled.is_set():
+                self.held.append(client)
+                continue
+            upstream = socket.create_connection(("127.0.0.1", self.target))
+            self._piped += [client, upstream]
+            for source, sink in ((client, upstream), (upstream, client)):
+                threading.Thread(target=_pipe, args=(source, sink), daemon=True).start()
+
+
+def _pipe(source: Any, sink: Any) -> None:
+    try:
+        while data := source.recv(65536):
+            sink.sendall(data)
+    except OSError:
+        pass
+    finally:
+        for end in (source, sink):
+            try:
+                end.close()
+            except OSError:
+                pass

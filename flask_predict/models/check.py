@@ -26,6 +26,7 @@ from .repository import plugin_for
 from .served import ServedModel
 from ..predictor import Predictor
 from ..settings.model_config import load_models
+from ..storage import shown
 from ..storage.uri import is_remote
 from ..types import ModelMetadata, ModelSpec, TensorSpec
 
@@ -182,7 +183,7 @@ def render(report: Report) -> str:
     """The human-readable report, ending with what ``serve`` would do."""
     lines = []
     for check in report.versions:
-        lines.append(f"{check.path}  (model {check.model!r})")
+        lines.append(f"{shown(check.path)}  (model {check.model!r})")  # a bucket: its URI
         if check.predictor is not None:
             lines.append(f"  plugin:     {check.predictor} ({check.predictor_class or '?'})")
         if check.predictor != "custom" and _has_routine(check.path):
@@ -220,7 +221,7 @@ def as_json(report: Report) -> str:
     """The report as a JSON document: one object per version folder, and the verdict."""
     return json.dumps({
         "versions": [{
-            "model": c.model, "path": c.path, "predictor": c.predictor,
+            "model": c.model, "path": shown(c.path), "predictor": c.predictor,
             "predictor_class": c.predictor_class, "loaded": c.loaded, "error": c.error,
             "metadata": c.metadata or None,
         } for c in report.versions],

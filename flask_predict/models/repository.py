@@ -20,6 +20,7 @@ from typing import Callable, Iterable, Mapping
 from .startup import LoadFailure, check_first_load, cause_of
 from ..errors import ConfigError, ModelNotFound
 from ..predictor import Predictor
+from ..storage import shown
 from ..types import ModelSpec
 from ..storage.artifacts import artifact_file, tree_stamp, version_folders, version_path
 from .plugins import detect_predictor
@@ -190,7 +191,8 @@ class ModelRepository:
         those."""
         spec = served.spec
         on_disk = version_folders(spec.base_path)
-        empty = f"model {spec.name!r}: no numbered version folder in {spec.base_path!r}"
+        empty = (f"model {spec.name!r}: no numbered version folder in "
+                 f"{shown(spec.base_path)!r}")
         if not on_disk:
             if self._synced:  # at start, the start-up rule says it
                 self._warn_once(f"{empty}; the versions loaded stay served")
@@ -208,9 +210,6 @@ class ModelRepository:
                     self._log_failure(spec, v, status.cause or status.error)
                 statuses[v] = status
         versions = dict(served.versions)
-        pinned = set(spec.labels.values())
-        if spec.default_version is not None and spec.default_version.isdigit():
-            pinned.add(int(spec.default_version))
 
         def usable(version: int) -> bool:
             # a version that failed is tried again once something in its folder changes
@@ -224,10 +223,10 @@ class ModelRepository:
         held = self._held(spec)
         pending = {v for v in candidates if source[v] == "shelf" and v not in versions
                    and (held is None or v not in held.versions)}
-        for version in self._choose(spec, candidates, pinned) & pending:
+        for version in spec.serves(candidates) & pending:
             statuses[version] = VersionStatus(version, "LOADING", stamp=on_disk[version])
         candidates = [v for v in candidates if v not in pending]
-        wanted = self._choose(spec, candidates, pinned)
+        wanted = spec.serves(candidates)
         to_load = sorted(v for v in wanted - set(versions) if source[v] != "other")
         if to_load:
             for version in to_load:
@@ -242,7 +241,7 @@ class ModelRepository:
         # version while the workers load a newer one of their own: their fallback if it
         # fails to load there)
         present = [v for v in on_disk if v in versions]
-        keep = self._choose(spec, present, pinned)
+        keep = spec.serves(present)
         dropped = [versions.pop(v) for v in sorted(set(versions) - keep)]
         for v in versions:
             statuses[v] = VersionStatus(v, "AVAILABLE", stamp=on_disk[v])
@@ -256,11 +255,6 @@ class ModelRepository:
             logger.info("model %r: version %d %s", spec.name, loaded.version,
                         "retired (closed once its last request ends)" if self._only is None
                         else "dropped by the master; closed once no worker holds it")
-
-    @staticmethod
-    def _choose(spec: ModelSpec, versions: list[int], pinned: set[int]) -> set[int]:
-        """The versions *spec*'s policy serves of *versions*, and those labels pin."""
-        return set(spec.version_policy.choose(versions)) | (pinned & set(versions))
 
     def _source(self, spec: ModelSpec, version: int) -> str:
         """Where *version* of *spec* comes from here: ``"load"`` (this process loads it),
@@ -294,7 +288,7 @@ class ModelRepository:
         try:
             name = plugin_for(spec, path)
             logger.info("loading model %r version %d from %s with plugin %r", spec.name,
-                        version, path, name)
+                        version, shown(path), name)
             predictor = self._load(self._lookup(name), spec, version, path)
             loaded = LoadedVersion(spec, version, predictor, predictor.metadata(), path,
                                    owned=self._only is None)

@@ -30,6 +30,7 @@ from ..storage.artifacts import artifact_file, version_folders, version_path
 from .plugins import check_options, detect_predictor, install_hint, installed_names, manifests
 from .served import ServedModel
 from ..settings.model_config import MODEL_KEYS
+from ..storage import shown
 from ..types import ModelSpec
 
 logger = logging.getLogger(__name__)
@@ -55,9 +56,10 @@ class LoadFailure:
     cause: str
     """One line: the error, without a native backtrace."""
 
-    def __str__(self) -> str:
+    def __str__(self) -> str:  # a bucket's object by its URI, never its copy in the cache
         version = "" if self.version is None else f" version {self.version}"
-        return f"model {self.model!r}{version} failed to load from {self.path}: {self.cause}"
+        return shown(f"model {self.model!r}{version} failed to load from {self.path}: "
+                     f"{self.cause}")
 
 
 class StartFailed(ConfigError):
@@ -81,8 +83,8 @@ def cause_of(exc: BaseException) -> str:
     """*exc* in one line: our own errors' message, else ``Type: message`` up to any
     backtrace it carries, its lines joined."""
     if isinstance(exc, ConfigError):
-        return exc.message
-    text = str(exc)
+        return shown(exc.message)
+    text = shown(str(exc))  # a bucket's object by its URI, never its copy in the cache
     for marker in NATIVE_TRACE:
         text = text.split(marker, 1)[0]
     words = " ".join(line.strip() for line in text.splitlines() if line.strip())
@@ -189,8 +191,8 @@ def _check_model(spec: ModelSpec, plugins: list[str], found: Mapping[str, Any]) 
                           f"{install_hint(spec.predictor)}")
     versions = version_folders(spec.base_path)
     if not versions:
-        raise ConfigError(f"model {spec.name!r}: no numbered version folder in "
-                          f"{spec.base_path!r}{_version_hint(spec.base_path)}")
+        raise ConfigError(shown(f"model {spec.name!r}: no numbered version folder in "
+                                f"{spec.base_path!r}{_version_hint(spec.base_path)}"))
     predictor = spec.predictor or detect_predictor(
         version_path(spec.base_path, max(versions)), spec.options, found)
     try:

@@ -6,6 +6,10 @@ thread re-reads the model config file and the version folders and calls
 workers serve requests on the main thread, so loading happens beside them; the repository
 swaps each model's versions in one assignment once the new version is loaded and warmed up.
 
+A remote model path's mirror (:mod:`flask_predict.storage`) follows its store on a thread of
+its own at each poll; the poll waits at most one interval for them, so a store that does
+not answer holds up only its own models.
+
 Each worker runs its own watcher over the same files, so every worker reaches the same
 served versions within one poll interval, with no state shared between processes. A
 version folder counts once it has its numeric name: copy it under another name (``.3.tmp``)
@@ -28,7 +32,7 @@ from typing import Any, Callable
 
 from ..errors import PredictError
 from ..settings.model_config import load_models
-from ..storage import refresh
+from .. import storage
 from ..types import ModelSpec
 from .repository import ModelRepository
 from .shared_state import NameSet
@@ -192,8 +196,10 @@ class Watcher:
         try:
             self.specs = self.read_specs()
             served = self.served(self.specs)
-            for spec in served:  # remote model paths: the mirror follows its store
-                refresh(spec.base_path, self.poll_seconds)
+            # remote model paths: each mirror follows its store on a thread of its own, so
+            # a store that does not answer holds up only its models
+            storage.poll([(spec.base_path, spec.serves) for spec in served],
+                         self.poll_seconds, wait=max(self.poll_seconds, 1.0))
             self.repository.sync(served)
         except Exception as exc:
             self._report(exc)

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import os
+from dataclasses import replace
 from pathlib import Path
 from typing import Any, Mapping
 
@@ -88,12 +89,6 @@ def _model_spec(name: str, entry: Any, base_dir: Path | None, origin: str) -> Mo
         raise ConfigError(f"{where}: settings must be an object")
     if "base_path" not in entry:
         raise ConfigError(f"{where}: 'base_path' is required")
-    base_path = Path(os.path.expanduser(resolve(str(entry["base_path"]))))
-    if base_dir is not None and not base_path.is_absolute():
-        base_path = base_dir / base_path
-    if not base_path.is_dir():
-        raise ConfigError(f"{where}: base_path {str(base_path)!r} is not a directory")
-
     options = dict(entry.get("options") or {})
     options.update({k: v for k, v in entry.items() if k not in MODEL_KEYS})
     predictor = entry.get("predictor")
@@ -113,9 +108,9 @@ def _model_spec(name: str, entry: Any, base_dir: Path | None, origin: str) -> Mo
         if default not in labels and not default.isdigit():
             raise ConfigError(f"{where}: default_version {default!r} is neither a label "
                               "nor a version number")
-    return ModelSpec(
+    spec = ModelSpec(
         name=name,
-        base_path=str(base_path.resolve()),
+        base_path="",
         predictor=predictor,
         options=options,
         version_policy=parse_version_policy(entry.get("version_policy"), where),
@@ -124,6 +119,13 @@ def _model_spec(name: str, entry: Any, base_dir: Path | None, origin: str) -> Mo
         timeout_seconds=timeout_value(entry.get("timeout_seconds"), f"{where}: timeout_seconds"),
         payload_log=entry.get("payload_log"),
     )
+    # a remote path: only the versions its policy serves are downloaded
+    base_path = Path(os.path.expanduser(resolve(str(entry["base_path"]), spec.serves)))
+    if base_dir is not None and not base_path.is_absolute():
+        base_path = base_dir / base_path
+    if not base_path.is_dir():
+        raise ConfigError(f"{where}: base_path {str(base_path)!r} is not a directory")
+    return replace(spec, base_path=str(base_path.resolve()))
 
 
 def parse_version_policy(policy: Any, where: str) -> VersionPolicy:

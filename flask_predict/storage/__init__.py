@@ -2,9 +2,11 @@
 local cache before anything loads them, so the rest of flask_predict only ever sees local
 version folders (see docs/storage.md).
 
-Two calls, made where model paths are resolved: :func:`resolve` turns a model path into the
-local base path to serve (a remote one: its mirror, synced once before the first load), and
-:func:`refresh`, on every poll of the watcher, brings a mirror in line with its store.
+Calls made where model paths are resolved: :func:`resolve` turns a model path into the
+local base path to serve (a remote one: its mirror, synced once before the first load);
+:func:`poll`, on every poll of the watcher, brings each mirror in line with its store, each
+on its own thread (:func:`refresh` does one, here). Both download only the versions the
+model's policy chooses (a *choose* function).
 """
 
 from __future__ import annotations
@@ -13,13 +15,17 @@ import functools
 import hashlib
 import logging
 import os
+import re
 import tempfile
+from typing import Iterable
 
-from .cache import Mirror
+from .cache import Choice, Mirror
+from .polls import poll_mirrors
 from .store import StorageError, Store
 from .uri import RemoteUri, is_remote, parse_uri
 
-__all__ = ["StorageError", "cache_root", "is_remote", "refresh", "resolve"]
+__all__ = ["Choice", "StorageError", "cache_root", "is_remote", "poll", "refresh", "resolve",
+           "shown"]
 
 logger = logging.getLogger(__name__)
 
@@ -34,26 +40,34 @@ def cache_root() -> str:
         tempfile.gettempdir(), f"flask-predict-{os.getuid()}", "storage")
 
 
-def resolve(path: str) -> str:
+def resolve(path: str, choose: Choice | None = None) -> str:
     """The local base path that serves model path *path*: *path* itself when local; for a
     remote one its mirror, synced first if no process of this machine has yet (a
-    :class:`StorageError` naming the URI and the cause when the store cannot be read)."""
+    :class:`StorageError` naming the URI and the cause when the store cannot be read),
+    downloading the versions *choose* takes of those listed (default: all)."""
     if not is_remote(path):
         return path
     uri = parse_uri(path)
     digest = hashlib.sha256(str(uri).encode()).hexdigest()[:12]
     leaf = uri.prefix.rsplit("/", 1)[-1] or uri.bucket
     mirror = Mirror(os.path.join(cache_root(), uri.scheme, uri.bucket, f"{leaf}-{digest}"),
-                    uri, open_store)
+                    uri, open_store, choose)
     mirror.create()
     mirror.sync(first=True, poll_seconds=0)
     return mirror.folder
 
 
-def refresh(base_path: str, poll_seconds: float) -> None:
-    """One poll of the mirror in *base_path* (nothing for a local folder); never raises: a
-    failure is logged by the mirror, with backoff, and the cached versions stay."""
-    mirror = Mirror.at(base_path, open_store)
+def poll(paths: Iterable[tuple[str, Choice | None]], poll_seconds: float,
+         wait: float) -> None:
+    """One poll of every remote base path of *paths* (each with its *choose*), each on its
+    own thread, waiting up to *wait* seconds for them (:mod:`.polls`); never raises."""
+    poll_mirrors(paths, poll_seconds, wait, open_store)
+
+
+def refresh(base_path: str, poll_seconds: float, choose: Choice | None = None) -> None:
+    """One poll of the mirror in *base_path* (nothing for a local folder), here; never
+    raises: a failure is logged by the mirror, with backoff, and the cached versions stay."""
+    mirror = Mirror.at(base_path, open_store, choose)
     if mirror is None:
         return
     try:
@@ -61,6 +75,27 @@ def refresh(base_path: str, poll_seconds: float) -> None:
     except Exception:
         logger.exception("flask_predict: syncing %s failed; the versions cached stay",
                          mirror.uri)
+
+
+def shown(text: str) -> str:
+    """*text* (a path, a message) with every path inside a mirror of the cache written as
+    the URI the user configured: ``<cache>/s3/models/junk-a5fe.../1/model.joblib`` (or the
+    ``.objects/1-<tag>`` folder its link names) reads ``s3://models/junk/1/model.joblib``."""
+    roots = {cache_root(), os.path.realpath(cache_root())}
+    if not any(root in text for root in roots):
+        return text
+    folders = "|".join(re.escape(root) for root in sorted(roots, key=len, reverse=True))
+    pattern = re.compile(rf"((?:{folders})/(?:gs|s3)/[^/\s'\"]+/[^/\s'\"]+-[0-9a-f]{{12}})"
+                         r"(?:/\.objects/(\d+)-[0-9a-f]{16}|/(\d+)\b)?")
+
+    def uri_of(found: re.Match[str]) -> str:
+        version = found.group(2) or found.group(3)
+        mirror = Mirror.at(found.group(1), open_store)
+        if mirror is None:
+            return found.group(0)
+        return mirror.remote(int(version)) if version else str(mirror.uri)
+
+    return pattern.sub(uri_of, text)
 
 
 def open_store(uri: RemoteUri) -> Store:

@@ -11,13 +11,17 @@ A version is *complete* when two listings at least :data:`SETTLE_SECONDS` apart 
 objects (names, sizes, generations or ETags), so objects uploaded one by one are taken once
 the upload pauses; at start the first sync lists again after that pause. A version whose
 objects change later is downloaded again and its link swapped (a folder that failed to load
-is then tried again). Every sync holds an exclusive lock on the mirror, a POSIX record lock
-that a process forked meanwhile does not inherit: one process lists and downloads, the
-others wait and find it done (:meth:`Mirror.sync`).
+is then tried again). Only the versions a model's policy serves are downloaded (a
+:data:`Choice`); one cached stays until it leaves the store, the fallback of a newer one
+that fails to load. Every sync holds an exclusive lock on the mirror, a POSIX record lock
+that a process forked meanwhile does not inherit: at start one process lists and
+downloads, the others wait and find it done; a poll that finds the lock held leaves the
+mirror to its holder (:meth:`Mirror.sync`).
 """
 
 from __future__ import annotations
 
+import errno
 import fcntl
 import hashlib
 import json
@@ -26,7 +30,7 @@ import os
 import shutil
 import threading
 import time
-from typing import Any, Callable, Iterator
+from typing import Any, Callable, Iterable, Iterator
 from contextlib import contextmanager
 
 from .store import StorageError, Store, StoredObject, verify
@@ -47,6 +51,10 @@ State = dict[str, Any]
 
 Version = list[tuple[str, StoredObject]]
 """A version's objects, each with its path inside the version folder."""
+
+Choice = Callable[[list[int]], Iterable[int]]
+"""Which of the listed version numbers to download (a model's version policy); the rest
+are never fetched."""
 
 
 def group_versions(objects: list[StoredObject]) -> dict[int, Version]:
@@ -78,19 +86,35 @@ def fingerprint(items: Version) -> str:
 class Mirror:
     """The local copy of one remote model path, in *folder*."""
 
-    def __init__(self, folder: str, uri: RemoteUri, store: Callable[[RemoteUri], Store]) -> None:
+    def __init__(self, folder: str, uri: RemoteUri, store: Callable[[RemoteUri], Store],
+                 choose: Choice | None = None) -> None:
         self.folder = folder
         self.uri = uri
         self._store = store
+        self.choose = choose
+        """The versions to download among those listed; ``None``: all."""
+        self.activity = "waiting for the cache's lock"
+        """What the sync in progress is doing, for a line about one that takes long."""
+        self._listed: list[int] = []
 
     @classmethod
-    def at(cls, folder: str, store: Callable[[RemoteUri], Store]) -> Mirror | None:
+    def at(cls, folder: str, store: Callable[[RemoteUri], Store],
+           choose: Choice | None = None) -> Mirror | None:
         """The mirror in *folder*; ``None`` when *folder* is an ordinary local folder."""
         try:
             with open(os.path.join(folder, SOURCE), encoding="utf-8") as file:
-                return cls(folder, parse_uri(file.read().strip()), store)
+                return cls(folder, parse_uri(file.read().strip()), store, choose)
         except (OSError, ValueError):
             return None
+
+    def remote(self, version: int) -> str:
+        """The URI of *version*'s folder in the store: the prefix itself for a flat one's
+        version 1, else the numbered folder as the store names it (``00000002``)."""
+        state = self._read_state()
+        if state.get("flat") and version == 1:
+            return str(self.uri)
+        name = state["cached"].get(str(version), {}).get("name") or str(version)
+        return f"{self.uri}/{name}"
 
     def create(self) -> None:
         """Make the folder (private to this user) and record its URI."""
@@ -109,11 +133,16 @@ class Mirror:
 
         *first*: the sync before the first load (once per machine: a process that finds it
         done returns at once); a failure raises :class:`StorageError`. Otherwise a poll:
-        skipped when another process listed less than half a poll ago or while backing off
-        from a failure, which it logs (one line, never a credential) instead of raising;
-        the versions cached stay.
+        skipped while another thread or process syncs this mirror (a store that does not
+        answer holds up only that one), when another process listed less than half a poll
+        ago or while backing off from a failure, which it logs (one line, never a
+        credential) instead of raising; the versions cached stay.
         """
-        with self._locked():
+        if first and self._read_state()["listed"]:
+            return  # done by a process of this machine before: no lock to wait for
+        with self._locked(wait=first) as held:
+            if not held:
+                return
             state = self._read_state()
             now = time.time()
             if first and state["listed"]:
@@ -122,17 +151,20 @@ class Mirror:
                 return
             self._clean(state)
             try:
-                self._pass(state, strict=first)
+                settling = self._pass(state, strict=first)
                 deadline = now + FIRST_SYNC_SECONDS
-                while first and state["seen"] and time.time() < deadline:
+                while first and settling and time.time() < deadline:
                     time.sleep(SETTLE_SECONDS)
-                    self._pass(state, strict=True)
+                    settling = self._pass(state, strict=True)
                 if first and not state["cached"]:
-                    state["listed"] = 0.0  # the next process to start tries again
-                    raise StorageError(f"{self.uri}: no model under this prefix (numbered "
-                                       "version folders, or the artifacts themselves)")
+                    raise StorageError(f"{self.uri}: its version policy serves none of the "
+                                       f"versions listed ({self._listed})" if self._listed
+                                       else f"{self.uri}: no model under this prefix "
+                                       "(numbered version folders, or the artifacts "
+                                       "themselves)")
             except StorageError as exc:
                 if first:
+                    state["listed"] = 0.0  # nothing whole cached: the next start tries again
                     raise
                 self._failed(state, exc, poll_seconds)
             else:
@@ -142,11 +174,16 @@ class Mirror:
             finally:
                 _write(os.path.join(self.folder, STATE), json.dumps(state))
 
-    def _pass(self, state: State, strict: bool) -> None:
-        """List once; download the versions that settled, drop those that left."""
+    def _pass(self, state: State, strict: bool) -> bool:
+        """List once; download the versions that settled (those :attr:`choose` takes),
+        drop those that left. Whether a version to download is still settling."""
+        self.activity = "listing the prefix"
         versions = group_versions(self._store(self.uri).list())
+        self._listed = sorted(versions)
+        state["flat"] = 1 in versions and all(name == item.name for name, item in versions[1])
         now = state["listed"] = time.time()
         cached, seen = state["cached"], state["seen"]
+        wanted = set(versions if self.choose is None else self.choose(sorted(versions)))
         failure: StorageError | None = None
         for number, items in sorted(versions.items()):
             key, tag = str(number), fingerprint(items)
@@ -156,7 +193,9 @@ class Mirror:
             if seen.get(key, {}).get("tag") != tag:
                 seen[key] = {"tag": tag, "at": now}
                 continue
-            if now - seen[key]["at"] < SETTLE_SECONDS:
+            # one not served is watched too: a policy changed on reload takes it at once
+            if now - seen[key]["at"] < SETTLE_SECONDS or (number not in wanted
+                                                          and key not in cached):
                 continue
             try:
                 self._download(number, items, tag, state)
@@ -172,10 +211,12 @@ class Mirror:
             del seen[key]
         if failure is not None:
             raise failure
+        return any(int(key) in wanted or key in cached for key in seen)
 
     def _download(self, number: int, items: Version, tag: str, state: State) -> None:
         """Fetch a version into a partial folder, then put it in place in one rename."""
         started = time.perf_counter()
+        self.activity = f"downloading version {number}"
         objects = os.path.join(self.folder, OBJECTS)
         partial = os.path.join(objects, f".partial-{number}-{os.getpid()}")
         try:
@@ -190,7 +231,8 @@ class Mirror:
         os.symlink(os.path.join(OBJECTS, name), link, target_is_directory=True)
         os.replace(link, os.path.join(self.folder, str(number)))
         old = state["cached"].get(str(number))
-        state["cached"][str(number)] = {"tag": tag, "folder": name}
+        head = items[0][1].name.partition("/")[0] if items and not state.get("flat") else ""
+        state["cached"][str(number)] = {"tag": tag, "folder": name, "name": head}
         if old is not None and old["folder"] != name:
             shutil.rmtree(os.path.join(objects, old["folder"]), ignore_errors=True)
         logger.info("flask_predict: %s: version %d downloaded (%d objects, %d bytes) in "
@@ -256,31 +298,50 @@ class Mirror:
         return state
 
     @contextmanager
-    def _locked(self) -> Iterator[None]:
-        """Exclusive across the threads of this process (a lock) and across the processes of
-        the machine (a POSIX record lock on ``.lock``: released when its holder dies, and
-        never inherited by a process forked meanwhile, as an ``flock`` would be)."""
-        with _threads.lock:
+    def _locked(self, wait: bool) -> Iterator[bool]:
+        """This mirror's lock, exclusive across the threads of this process (a lock per
+        mirror) and across the processes of the machine (a POSIX record lock on ``.lock``:
+        released when its holder dies, and never inherited by a process forked meanwhile,
+        as an ``flock`` would be). Without *wait*, ``False`` at once when another holds it."""
+        lock = _threads.of(self.folder)
+        if not lock.acquire(blocking=wait):
+            yield False
+            return
+        try:
             fd = os.open(os.path.join(self.folder, LOCK), os.O_RDWR | os.O_CREAT, 0o600)
             try:
-                fcntl.lockf(fd, fcntl.LOCK_EX)  # retried by Python when a signal interrupts
-                yield
+                try:  # retried by Python when a signal interrupts
+                    fcntl.lockf(fd, fcntl.LOCK_EX if wait else fcntl.LOCK_EX | fcntl.LOCK_NB)
+                except OSError as exc:
+                    if exc.errno not in (errno.EAGAIN, errno.EACCES):
+                        raise
+                    yield False
+                else:
+                    yield True
             finally:
                 os.close(fd)
+        finally:
+            lock.release()
 
 
-class _ThreadLock:
-    """The lock of this process's syncs; a new one in a forked child, where a thread of the
-    parent may have held it at the fork."""
+class _ThreadLocks:
+    """One lock per mirror folder for this process's syncs; new ones in a forked child,
+    where a thread of the parent may have held one at the fork."""
 
     def __init__(self) -> None:
-        self.lock = threading.Lock()
+        self._guard = threading.Lock()
+        self._locks: dict[str, threading.Lock] = {}
+
+    def of(self, folder: str) -> threading.Lock:
+        with self._guard:
+            return self._locks.setdefault(folder, threading.Lock())
 
     def after_fork(self) -> None:
-        self.lock = threading.Lock()
+        self._guard = threading.Lock()
+        self._locks = {}
 
 
-_threads = _ThreadLock()
+_threads = _ThreadLocks()
 os.register_at_fork(after_in_child=_threads.after_fork)
 
 

@@ -8,11 +8,12 @@ from __future__ import annotations
 import base64
 from typing import IO, Any, BinaryIO
 
-from .store import StorageError, StoredObject
+from .store import CONNECT_SECONDS, READ_SECONDS, StorageError, StoredObject
 from .uri import RemoteUri
 
-TIMEOUT = (10.0, 60.0)
-"""Seconds to connect and between two reads; the cache retries on the next poll."""
+TIMEOUT = (CONNECT_SECONDS, READ_SECONDS)
+"""Seconds to connect and between two reads; each request is tried once (``retry=None``),
+the cache tries again on the next poll."""
 
 
 class GcsStore:

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from typing import IO, Any, BinaryIO
 
-from .store import StorageError, StoredObject
+from .store import CONNECT_SECONDS, READ_SECONDS, TRIES, StorageError, StoredObject
 from .uri import RemoteUri
 
 NOT_MD5 = ("aws:kms", "aws:kms:dsse")
@@ -25,7 +25,8 @@ class S3Store:
         except ImportError:
             raise StorageError(f"{uri}: s3:// model paths need boto3: "
                                "pip install 'flask-predict[s3]'") from None
-        config = Config(connect_timeout=10, read_timeout=60, retries={"max_attempts": 2})
+        config = Config(connect_timeout=CONNECT_SECONDS, read_timeout=READ_SECONDS,
+                        retries={"total_max_attempts": TRIES, "mode": "standard"})
         try:
             self._client: Any = boto3.session.Session().client("s3", config=config)
         except Exception as exc:

@@ -11,6 +11,16 @@ from ..errors import ConfigError
 from .uri import RemoteUri
 
 
+CONNECT_SECONDS = 10.0
+"""How long a client waits for a store to accept a connection."""
+READ_SECONDS = 30.0
+"""How long a client waits for the next bytes of an answer (a listing's page, a download's
+chunk): a store that accepts and never answers fails a try after this long."""
+TRIES = 2
+"""Tries of one S3 request (one retry; each Cloud Storage request is tried once, by
+``retry=None``); then the sync fails and the next poll tries again, with backoff."""
+
+
 class StorageError(ConfigError):
     """A store could not be listed or read. The message names the URI and the cause, never
     a credential; at start it stops the server as a model that does not load does."""

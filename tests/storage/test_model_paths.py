@@ -8,11 +8,18 @@ import json
 import os
 import subprocess
 import sys
+import time
 from pathlib import Path
 
+import pytest
+
+from flask_predict import storage
+from flask_predict.errors import ConfigError
 from flask_predict.storage.artifacts import version_folders
 from flask_predict.settings.environ import config_from_environ
 from flask_predict.settings.model_config import load_models
+from flask_predict.storage.cache import SETTLE_SECONDS
+from flask_predict.types import ModelSpec
 from tests.e2e.server import ROOT
 from tests.storage_servers import Bucket
 from tests.unit.cli.test_cli import command_for
@@ -33,7 +40,8 @@ def test_tf_serving_model_config_file(bucket: Bucket, tmp_path: Path) -> None:
                       'model_platform: "tensorflow" } }' % bucket.uri("tf/half"))
     (spec,) = load_models(None, config)
     assert spec.base_path.startswith(str(tmp_path / "cache"))
-    assert sorted(version_folders(spec.base_path)) == [1, 2]
+    # TF Serving's default policy serves the latest version: the only one downloaded
+    assert sorted(version_folders(spec.base_path)) == [2]
     assert Path(spec.base_path, "2", "saved_model.pb").read_bytes() == b"graph 2"
 
 
@@ -57,3 +65,46 @@ def test_several_processes_at_once_download_once(bucket: Bucket, tmp_path: Path)
     lines = "".join(outputs).splitlines()
     assert len({line for line in lines if line.startswith("base ")}) == 1
     assert len([line for line in lines if "downloaded (" in line]) == 3, lines
+
+
+def test_only_the_versions_the_policy_serves_are_downloaded(bucket: Bucket,
+                                                            tmp_path: Path) -> None:
+    for version in (1, 2, 3, 4):
+        bucket.put(f"m/{version}/model.bin", b"v%d" % version)
+    config = tmp_path / "models.json"
+
+    def configure(policy: object, **entry: object) -> ModelSpec:
+        config.write_text(json.dumps({"m": {"base_path": bucket.uri("m"),
+                                            "version_policy": policy, **entry}}))
+        (spec,) = load_models(None, config)
+        return spec
+
+    spec = configure({"specific": {"versions": [1, 3]}})
+    cached = Path(spec.base_path, ".objects")
+    assert sorted(version_folders(spec.base_path)) == [1, 3]
+    assert sorted(name.split("-")[0] for name in os.listdir(cached)) == ["1", "3"]
+    # the config changes on reload: the watcher's next poll fetches what it serves now
+    spec = configure({"latest": {"num_versions": 2}}, version_labels={"stable": 2})
+    storage.poll([(spec.base_path, spec.serves)], poll_seconds=0, wait=60)
+    assert sorted(version_folders(spec.base_path)) == [1, 2, 3, 4]
+    assert Path(spec.base_path, "2", "model.bin").read_bytes() == b"v2"
+    spec = configure({"latest": {}})
+    bucket.put("m/5/model.bin", b"v5")
+    for _ in range(2):  # a new version settles over two listings
+        time.sleep(SETTLE_SECONDS)
+        storage.poll([(spec.base_path, spec.serves)], poll_seconds=0, wait=60)
+    assert sorted(version_folders(spec.base_path)) == [1, 2, 3, 4, 5]
+    bucket.put("m/6/model.bin", b"v6")  # beside a version 5 the policy serves no more
+    spec = configure({"specific": {"versions": [5]}})
+    for _ in range(2):
+        time.sleep(SETTLE_SECONDS)
+        storage.poll([(spec.base_path, spec.serves)], poll_seconds=0, wait=60)
+    assert 6 not in version_folders(spec.base_path)
+
+
+def test_a_policy_that_serves_no_listed_version_is_one_line(bucket: Bucket,
+                                                            tmp_path: Path) -> None:
+    bucket.put("m/1/model.bin", b"v1")
+    with pytest.raises(ConfigError, match=r"/m: its version policy serves none of the "
+                                          r"versions listed \(\[1\]\)"):
+        storage.resolve(bucket.uri("m"), choose=lambda versions: [7])

@@ -30,7 +30,10 @@ from .instances import print_answer, require_object, run_answer
 
 ALL_METHODS = ["GET", "POST", "PUT", "PATCH", "DELETE", "HEAD", "OPTIONS"]
 FRAMEWORKS = {"sklearn": "SCIKIT_LEARN", "xgboost": "XGBOOST", "tensorflow": "TENSORFLOW"}
-"""Our platform name -> AI Platform's ``Version.framework``."""
+"""Our platform name -> AI Platform's ``Version.framework``; the enum has no value for the
+others (LightGBM, CatBoost, ONNX, a custom predictor), which are ``FRAMEWORK_UNSPECIFIED``,
+as AI Platform says of a custom prediction routine or container."""
+UNSPECIFIED = "FRAMEWORK_UNSPECIFIED"
 
 
 def holding_version(state: PredictState, project: str, model: str,
@@ -93,9 +96,7 @@ def describe_version(resource: str, loaded: LoadedVersion, is_default: bool,
     """The fields of AI Platform's Version resource a client reads."""
     version = {"name": f"{resource}/versions/{name or loaded.version}", "state": "READY",
                "isDefault": is_default}
-    framework = FRAMEWORKS.get(loaded.metadata.platform)
-    if framework:
-        version["framework"] = framework
+    version["framework"] = FRAMEWORKS.get(loaded.metadata.platform, UNSPECIFIED)
     return version
 
 

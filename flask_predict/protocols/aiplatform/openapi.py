@@ -110,7 +110,8 @@ VERSION: Schema = {
         "name": {"type": "string", "examples": ["projects/demo/models/iris/versions/1"]},
         "state": {"type": "string", "enum": ["READY"]},
         "isDefault": {"type": "boolean"},
-        "framework": {"type": "string", "enum": ["SCIKIT_LEARN", "XGBOOST", "TENSORFLOW"]},
+        "framework": {"type": "string", "enum": ["SCIKIT_LEARN", "XGBOOST", "TENSORFLOW",
+                                                 "FRAMEWORK_UNSPECIFIED"]},
     },
 }
 
