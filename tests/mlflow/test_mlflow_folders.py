@@ -254,3 +254,21 @@ def test_a_float_into_a_long_column_is_refused(folders: dict[str, Path], make_ap
     bad = client.post("/v1/projects/p/models/m:predict",
                       json={"instances": [{"n": 3.5, "x": 1.0}]})
     assert bad.status_code == 400 and "'n'" in bad.get_json()["error"]
+
+
+def test_the_python_api_takes_mlflow_folders(folders: dict[str, Path]) -> None:
+    from flask_predict.api import Model
+
+    for name in ("sk_skops", "custom"):
+        with Model.load(folders[name]) as model:
+            assert model.version == 1
+            got = model.predict_instances(ROWS if name == "sk_skops" else NUMBERS)
+            want = reference(folders[name], frame(ROWS if name == "sk_skops" else NUMBERS))
+            assert close(got, want), name
+
+
+def test_a_model_naming_its_plugin(folders: dict[str, Path], make_app: Any) -> None:
+    """Settings that name the plugin skip detection; the flavor's files are still read."""
+    app = make_app({"m": {"base_path": str(folders["sk_pickle"]), "predictor": "sklearn"}})
+    got = app.test_client().post("/v1/projects/p/models/m:predict", json={"instances": ROWS})
+    assert got.status_code == 200, got.get_json()
