@@ -149,8 +149,12 @@ class SignedPredictor(Predictor):
                  outputs: Sequence[str] | None) -> dict[str, Tensor]:
         names = self._inner_inputs
         if len(names) == 1 and names[0] not in columns and len(self.columns) > 1:
-            matrix = np.column_stack([np.asarray(columns[c.name], dtype=np.float64)
-                                      for c in self.columns if c.name in columns])
+            try:
+                matrix = np.column_stack([np.asarray(columns[c.name], dtype=np.float64)
+                                          for c in self.columns if c.name in columns])
+            except (TypeError, ValueError):
+                raise InvalidInput("the model takes one matrix of numbers; a column of the "
+                                   "input holds something else") from None
             return self.inner.predict_tensors({names[0]: matrix}, outputs)
         rows = len(next(iter(columns.values()))) if columns else 0
         absent: dict[str, np.ndarray] = {c.name: np.full(rows, np.nan, dtype=NUMPY[c.type]) for c in self.columns

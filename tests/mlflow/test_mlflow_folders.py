@@ -272,3 +272,27 @@ def test_a_model_naming_its_plugin(folders: dict[str, Path], make_app: Any) -> N
     app = make_app({"m": {"base_path": str(folders["sk_pickle"]), "predictor": "sklearn"}})
     got = app.test_client().post("/v1/projects/p/models/m:predict", json={"instances": ROWS})
     assert got.status_code == 200, got.get_json()
+
+
+def test_a_model_fitted_on_a_matrix_takes_the_signature_columns(make_app: Any,
+                                                                 tmp_path: Path) -> None:
+    """Fitted on numpy, saved with a DataFrame's signature: the columns, in the signature's
+    order, are the model's matrix."""
+    from sklearn.linear_model import LinearRegression
+
+    import mlflow
+    from mlflow.models import infer_signature
+
+    table = frame([{"x": float(i), "y": float(i % 3)} for i in range(12)])
+    model = LinearRegression().fit(table.to_numpy(), table["x"] * 2 - table["y"])
+    path = tmp_path / "matrix"
+    mlflow.sklearn.save_model(model, str(path), serialization_format="pickle",
+                              pip_requirements=[], signature=infer_signature(table))
+    client = make_app({"m": {"base_path": str(path)}}).test_client()
+    rows = [{"y": 1.0, "x": 4.0}, {"x": 2.0, "y": 0.0}]
+    got = client.post("/v1/projects/p/models/m:predict", json={"instances": rows})
+    assert got.status_code == 200, got.get_json()
+    assert close(got.get_json()["predictions"],
+                 reference(path, frame(rows)))
+    meta = client.get("/v2/models/m").get_json()
+    assert [i["name"] for i in meta["inputs"]] == ["x", "y"]
