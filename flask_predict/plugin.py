@@ -12,7 +12,9 @@ and no framework:
 * array helpers (dtype tables, shape checks, rows back to instances);
 * explanations (``Explanation``, feature contributions);
 * the process's threads and GPUs, and the deadline of a native call;
-* a model's files on disk (artifacts, pickles and the frameworks that wrote them).
+* a model's files on disk (artifacts, pickles and the frameworks that wrote them);
+* MLflow model folders: the ``MLmodel`` file read, a flavor's serialized model loaded, and a
+  signature's inputs, params and tensor specs.
 """
 
 from __future__ import annotations
@@ -22,7 +24,9 @@ from .codecs import (FLOATS, NUMPY_TO_V2, V2_TO_NUMPY, check_shape, past_range,
 from .errors import (ConfigError, DeadlineExceeded, FailedPrecondition, InvalidInput,
                      PredictError, UnreadableModel, one_line)
 from .explanation import Explanation, cannot_explain, class_labels, from_contributions
+from .models.mlmodel import PYFUNC_PLUGIN, MLflowModel, load_serialized, read_mlmodel
 from .models.plugins import Manifest, lazy_attributes
+from .models.signed import signature_inputs, signature_params, tensor_spec
 from .predictor import Predictor
 from .runtime.deadline import native as native_call
 from .runtime.resources import detected_gpus, process_threads
@@ -55,4 +59,7 @@ __all__ = [
     "detected_gpus", "native_call", "process_threads",
     # a model's files
     "PICKLED_FRAMEWORKS", "UNPICKLING_ERRORS", "empty", "pickled_module", "unreadable_pickle",
+    # MLflow model folders
+    "MLflowModel", "PYFUNC_PLUGIN", "load_serialized", "read_mlmodel", "signature_inputs",
+    "signature_params", "tensor_spec",
 ]

@@ -40,6 +40,8 @@ DISTRIBUTIONS = {
     "plugins/catboost": ("flask_predict_catboost", "catboost = flask_predict_catboost.predictor:"
                                                    "CatBoostPredictor"),
     "plugins/onnx": ("flask_predict_onnx", "onnx = flask_predict_onnx.predictor:ONNXPredictor"),
+    "plugins/mlflow": ("flask_predict_mlflow", "mlflow = flask_predict_mlflow.predictor:"
+                                               "PyfuncPredictor"),
 }
 """Folder -> (package, its ``flask_predict.predictors`` entry point)."""
 LOCAL_ONLY = (".git", ".venv*", ".*_cache", "build", "dist", "*.egg-info", "__pycache__",
@@ -57,7 +59,7 @@ def local_only(folder: str, names: list[str]) -> set[str]:
 EXTRAS = {"sklearn": "flask-predict-sklearn", "xgboost": "flask-predict-xgboost",
           "tensorflow": "flask-predict-tensorflow", "custom": "flask-predict-custom",
           "lightgbm": "flask-predict-lightgbm", "catboost": "flask-predict-catboost",
-          "onnx": "flask-predict-onnx"}
+          "onnx": "flask-predict-onnx", "mlflow": "flask-predict-mlflow"}
 """The core's extras that install a bundled plugin -> its distribution."""
 
 
@@ -150,8 +152,8 @@ def test_one_wheel_per_distribution(dist: Path) -> None:
                 # each extra pins its plugin to the core's own release
                 assert (f"Requires-Dist: {distribution}==0.1.0; extra == \"{extra}\""
                         in metadata), extra
-            assert ("Requires-Dist: flask-predict[catboost,custom,gcs,grpc,lightgbm,onnx,s3,"
-                    "sklearn,tensorflow,xgboost]; extra == \"all\"") in metadata
+            assert ("Requires-Dist: flask-predict[catboost,custom,gcs,grpc,lightgbm,mlflow,onnx,"
+                    "s3,sklearn,tensorflow,xgboost]; extra == \"all\"") in metadata
         else:
             plugin = entry_point.split(" ")[0]
             assert f"[flask_predict.manifests]\n{plugin} = {module}.manifest:MANIFEST" in points

@@ -28,6 +28,7 @@ from flask_predict.plugin import (DEFAULT_SIGNATURE, NUMPY_TO_V2, Explanation, F
                                   ModelMetadata, Predictor, Signature, Tensor, TensorSpec,
                                   code_matrix, feature_rows, process_threads, read_columns,
                                   tabular_signature)
+from flask_predict.plugin import MLflowModel, load_serialized
 
 from .columns import feature_properties, layout
 from .explain import explain
@@ -89,6 +90,21 @@ class LightGBMPredictor(Predictor):
         if options:
             raise TypeError(f"unknown LightGBM option(s) {sorted(options)}")
         return cls(load_model(model_dir), outputs, num_threads)
+
+    @classmethod
+    def from_mlflow(cls, model: MLflowModel, outputs: Sequence[str] | None = None,
+                    num_threads: int | None = None, **options: Any) -> LightGBMPredictor:
+        """The ``lightgbm`` flavor: a Booster's text file, or a scikit-learn model
+        serialized as its ``serialization_format`` says."""
+        if options:
+            raise TypeError(f"unknown LightGBM option(s) {sorted(options)}")
+        conf = model.flavor("lightgbm")
+        path = model.file(conf.get("data"))
+        loaded = lgb.Booster(model_file=path) if is_lightgbm_text(path) else \
+            load_serialized(path, conf)
+        if not isinstance(loaded, (lgb.Booster, lgb.LGBMModel)):
+            raise TypeError(f"{path} holds a {type(loaded).__name__}, not a LightGBM model")
+        return model.answering(cls(loaded, model.outputs(outputs), num_threads))
 
     def _describe(self) -> ModelMetadata:
         objective = str(self.booster.params.get("objective", ""))

@@ -25,6 +25,7 @@ from flask_predict.plugin import (DEFAULT_SIGNATURE, NUMBER, NUMPY_TO_V2, UNPICK
                                   cannot_explain, check_shape, known_categories, one_line,
                                   read_columns, refused_feature, refused_number, single_input,
                                   tabular_signature, unreadable_pickle)
+from flask_predict.plugin import MLflowModel, load_serialized
 
 from .columns import layout
 from .explain import LinearExplainer, linear_explainer
@@ -76,6 +77,19 @@ class SklearnPredictor(Predictor):
         if options:
             raise TypeError(f"unknown scikit-learn option(s) {sorted(options)}")
         return cls(load_model(model_dir), outputs, model_dir)
+
+    @classmethod
+    def from_mlflow(cls, model: MLflowModel, outputs: Sequence[str] | None = None,
+                    **options: Any) -> SklearnPredictor:
+        """The ``sklearn`` flavor, in any of its serializations (``skops``, ``cloudpickle``,
+        ``pickle``); a model saved with ``pyfunc_predict_fn`` (``predict_proba``) answers
+        that method on every door."""
+        if options:
+            raise TypeError(f"unknown scikit-learn option(s) {sorted(options)}")
+        conf = model.flavor("sklearn")
+        path = model.file(conf.get("pickled_model") or model.pyfunc.get("model_path"))
+        return model.answering(cls(load_serialized(path, conf), model.outputs(outputs),
+                                   model.folder))
 
     def _explainer(self, model_dir: str | None) -> LinearExplainer | str:
         """A linear model's explainer (:mod:`.explain`), or why it has none."""

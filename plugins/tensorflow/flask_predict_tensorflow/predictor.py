@@ -28,6 +28,7 @@ from tensorflow.python.saved_model.loader_impl import SavedModelLoader
 from flask_predict.plugin import (Classification, DeadlineExceeded, Example, InferenceRequest,
                                   InvalidInput, ModelMetadata, Predictor, Signature, Tensor,
                                   TensorSpec, UnreadableModel, empty, native_call, one_line)
+from flask_predict.plugin import MLflowModel
 
 from .devices import configure_devices
 from .examples import serialize_examples
@@ -92,6 +93,23 @@ class TensorFlowPredictor(Predictor):
             logger.warning("%s: serving the SavedModel; Keras files beside it are ignored: %s",
                            model_dir, ignored)
         return cls(model_dir, tuple(tags), signature)
+
+    @classmethod
+    def from_mlflow(cls, model: MLflowModel, **options: Any) -> Predictor:
+        """The ``keras`` flavor (its ``data`` folder's Keras file, or the SavedModel it
+        exported) or the ``tensorflow`` one: a Keras model's ``data`` folder, a TF2 module's
+        or a TF1 estimator's SavedModel (``saved_model_dir``, with its ``meta_graph_tags``
+        and ``signature_def_key``)."""
+        if "keras" in model.flavors and model.loader_flavor != "tensorflow":
+            return cls.from_path(model.file(model.flavor("keras").get("data")), **options)
+        conf = model.flavor("tensorflow")
+        if conf.get("model_type") == "keras" or "saved_model_dir" not in conf:
+            return cls.from_path(model.file(conf.get("data")), **options)
+        if conf.get("meta_graph_tags") and "tags" not in options:
+            options["tags"] = tuple(conf["meta_graph_tags"])
+        if conf.get("signature_def_key") and "signature" not in options:
+            options["signature"] = conf["signature_def_key"]
+        return cls.from_path(model.file(conf["saved_model_dir"]), **options)
 
     def metadata(self) -> ModelMetadata:
         return self._metadata

@@ -35,6 +35,7 @@ from flask_predict.plugin import (DEFAULT_SIGNATURE, NUMPY_TO_V2, UNPICKLING_ERR
                                   TensorSpec, UnreadableModel, code_matrix, empty, feature_rows,
                                   read_columns, refused_feature, refused_number, tabular_signature,
                                   unreadable_pickle)
+from flask_predict.plugin import MLflowModel
 
 from .columns import feature_properties, layout
 from .explain import explain
@@ -93,6 +94,27 @@ class XGBoostPredictor(Predictor):
         if options:
             raise TypeError(f"unknown XGBoost option(s) {sorted(options)}")
         return cls(load_model(model_dir), outputs, nthread)
+
+    @classmethod
+    def from_mlflow(cls, model: MLflowModel, outputs: Sequence[str] | None = None,
+                    nthread: int | None = None, **options: Any) -> XGBoostPredictor:
+        """The ``xgboost`` flavor: its ``data`` file (UBJSON, JSON), as a Booster or as the
+        scikit-learn class it was saved from (``model_class``)."""
+        if options:
+            raise TypeError(f"unknown XGBoost option(s) {sorted(options)}")
+        conf = model.flavor("xgboost")
+        path = model.file(conf.get("data"))
+        booster = _native_booster(path)
+        wrapper = str(conf.get("model_class") or "xgboost.core.Booster").rpartition(".")
+        loaded: xgb.Booster | xgb.XGBModel = booster
+        if wrapper[2] != "Booster":
+            kind = getattr(xgb, wrapper[2], None) if wrapper[0].startswith("xgboost") else None
+            if not (isinstance(kind, type) and issubclass(kind, xgb.XGBModel)):
+                raise UnreadableModel(f"MLmodel names model_class {''.join(wrapper)!r}, "
+                                      "not an XGBoost class")
+            loaded = kind()
+            loaded.load_model(path)
+        return model.answering(cls(loaded, model.outputs(outputs), nthread))
 
     def _describe(self) -> ModelMetadata:
         config = json.loads(self.booster.save_config())["learner"]
