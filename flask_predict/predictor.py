@@ -14,7 +14,7 @@ from .types import (DEFAULT_SIGNATURE, Classification, Example, InferenceRequest
                     Signature, Tensor, TensorSpec)
 
 if TYPE_CHECKING:  # pragma: no cover - for type checkers only
-    from .models.mlmodel import MLflowModel
+    from .types import MLflowModel
 
 
 class Predictor(abc.ABC):

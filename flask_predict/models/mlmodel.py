@@ -13,78 +13,15 @@ from __future__ import annotations
 
 import os
 import re
-from dataclasses import dataclass, field
 from importlib import metadata
-from typing import Any, Mapping, Sequence, TypeVar
+from typing import Any, Mapping
 
 from ..errors import ConfigError, UnreadableModel, one_line
+from ..types import MLMODEL, PYFUNC, PYFUNC_PLUGIN, MLflowModel
 
-P = TypeVar("P")
-
-MLMODEL = "MLmodel"
-PYFUNC = "python_function"
-PYFUNC_PLUGIN = "mlflow"
-"""The plugin (and ``flask-predict`` extra) that loads ``python_function`` models."""
-
-
-@dataclass(frozen=True)
-class MLflowModel:
-    """What an ``MLmodel`` file says about the model folder it sits in."""
-
-    folder: str
-    flavors: Mapping[str, Mapping[str, Any]]
-    signature: Mapping[str, Any] | None = None
-    """The ``signature`` entry: ``inputs``, ``outputs`` and ``params``, each a JSON string
-    (as MLflow writes them) or ``None``."""
-    raw: Mapping[str, Any] = field(default_factory=dict)
-
-    @property
-    def pyfunc(self) -> Mapping[str, Any]:
-        """The ``python_function`` flavor's entry (empty without one)."""
-        return self.flavors.get(PYFUNC) or {}
-
-    @property
-    def predict_fn(self) -> str | None:
-        """The method ``pyfunc_predict_fn`` chose (``predict_proba``...); ``None``: predict."""
-        name = self.pyfunc.get("predict_fn")
-        return None if name in (None, "predict") else str(name)
-
-    @property
-    def loader_flavor(self) -> str | None:
-        """The flavor whose module ``mlflow.pyfunc`` loads the model with (``mlflow.sklearn``
-        -> ``sklearn``)."""
-        module = str(self.pyfunc.get("loader_module") or "")
-        return module.split(".", 1)[1] if module.startswith("mlflow.") else None
-
-    def outputs(self, outputs: Sequence[str] | None) -> Sequence[str] | None:
-        """The outputs a native predictor computes: the model setting *outputs*, else the
-        method ``pyfunc_predict_fn`` chose, else the plugin's own."""
-        return outputs or ((self.predict_fn,) if self.predict_fn else None)
-
-    def answering(self, predictor: P) -> P:
-        """*predictor*, whose instances door answers the method ``pyfunc_predict_fn`` chose
-        (as ``mlflow.pyfunc`` does) where the model was saved with one."""
-        if self.predict_fn:  # a Predictor's attribute, set on this one only
-            setattr(predictor, "instance_outputs", (self.predict_fn,))
-        return predictor
-
-    def flavor(self, name: str) -> Mapping[str, Any]:
-        """The entry of flavor *name*."""
-        return self.flavors.get(name) or {}
-
-    def file(self, relative: Any) -> str:
-        """The path of *relative* (a flavor's ``data``...) inside the model folder.
-
-        :raises UnreadableModel: the name is missing or leaves the folder.
-        """
-        if not isinstance(relative, str) or not relative:
-            raise UnreadableModel(f"{MLMODEL} names no model file")
-        folder = os.path.realpath(self.folder)
-        path = os.path.realpath(os.path.join(folder, relative))
-        if os.path.commonpath([folder, path]) != folder:
-            raise UnreadableModel(f"{MLMODEL} names {relative!r}, outside the model folder")
-        return path
-
+__all__ = ["MLMODEL", "PYFUNC", "PYFUNC_PLUGIN", "MLflowModel", "choose_flavor", "is_mlflow_folder",
+           "load_serialized", "mlflow_plugin", "read_mlmodel", "requirements",
+           "unmet_requirements"]
 
 def load_serialized(path: str, conf: Mapping[str, Any]) -> Any:
     """The object a flavor serialized with ``skops``, ``cloudpickle`` or ``pickle`` (its
