@@ -51,6 +51,13 @@ class Manifest:
     OpenMP and BLAS to one thread while it loads). A function of the model's options, or
     one answer for every model."""
 
+    runner: bool = False
+    """Whether, under the packaged gunicorn server, the versions this plugin loads run in the
+    runner process (:mod:`flask_predict.runner`): its framework cannot be forked (TensorFlow,
+    ONNX Runtime), so it loads once per machine or GPU there and no worker imports it. Its
+    predictor must take concurrent calls and answer through the tensor door,
+    ``classify`` and ``regress`` (the contract's defaults over them run in the worker)."""
+
     def shares(self, options: Mapping[str, Any]) -> bool:
         """Whether a model with *options* is loaded once per machine."""
         return bool(self.shared(options) if callable(self.shared) else self.shared)

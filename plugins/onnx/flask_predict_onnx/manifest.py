@@ -17,6 +17,7 @@ def detect(model_dir: str, options: Mapping[str, Any]) -> float:
     return 0.9 if os.path.isfile(os.path.join(model_dir, MODEL_FILE)) else 0.0
 
 
-MANIFEST = Manifest(options=frozenset({"outputs", "intra_op_num_threads"}), detect=detect)
-"""Not shared: each worker creates its own session after the fork, its thread pools sized
-to the worker."""
+MANIFEST = Manifest(options=frozenset({"outputs", "intra_op_num_threads"}), detect=detect,
+                    runner=True)
+"""Not shared by fork: under the packaged server its sessions live in the runner process
+(one per machine or GPU); embedded, each process creates its own."""

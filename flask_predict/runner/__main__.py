@@ -1,0 +1,45 @@
+"""``python -m flask_predict.runner --socket PATH [--state FILE] [--parent PID]``: one runner
+process, started by the gunicorn master (:mod:`flask_predict.process.runners`) by exec, never
+forked from a process that imported a framework. ``TERM`` drains: the calls running finish,
+then it exits."""
+
+from __future__ import annotations
+
+import argparse
+import logging
+import os
+import signal
+import sys
+import threading
+from types import FrameType
+
+from .host import Runner
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m flask_predict.runner")
+    parser.add_argument("--socket", required=True, help="the Unix socket to answer on")
+    parser.add_argument("--state", help="the file listing what is loaded (reloaded at start)")
+    parser.add_argument("--parent", type=int, help="stop when this process is gone")
+    parser.add_argument("--label", default="", help="a name for the log lines")
+    args = parser.parse_args(argv)
+    logging.basicConfig(level=os.environ.get("LOG_LEVEL", "INFO").upper(), stream=sys.stderr,
+                        format="[%(asctime)s] [%(process)d] [%(levelname)s] %(message)s")
+    label = f" {args.label}" if args.label else ""
+    runner = Runner(args.socket, args.state, parent=args.parent, label=label)
+
+    def stop(signum: int, frame: FrameType | None) -> None:
+        runner.stop()
+
+    signal.signal(signal.SIGTERM, stop)
+    signal.signal(signal.SIGINT, stop)
+    signal.signal(signal.SIGHUP, signal.SIG_IGN)  # the master's HUP is for its workers
+    runner.listen()
+    threading.Thread(target=runner.restore, name="runner-restore", daemon=True).start()
+    runner.serve()
+    logging.getLogger(__name__).info("flask_predict runner%s: stopped", label)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
