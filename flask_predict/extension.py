@@ -65,6 +65,10 @@ class FlaskPredict:
                          start=False)
         if runner is not None:
             state.service.ready_checks.append(runner_readiness(runner, state.service))
+            if state.metrics is not None:
+                from .observability.runner_metrics import RunnerCollector
+
+                state.metrics.registry.register(RunnerCollector())
         app.extensions[EXTENSION_KEY] = state
         for protocol in descriptors(settings.protocols):
             app.register_blueprint(protocol.load_blueprint(),

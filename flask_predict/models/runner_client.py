@@ -17,6 +17,7 @@ versions loaded again.
 
 from __future__ import annotations
 
+import json
 import os
 import socket
 import threading
@@ -37,6 +38,10 @@ SOCKETS_VARIABLE = "PREDICT_RUNNER_SOCKETS"
 """The runners' sockets, separated by ``os.pathsep``, set by the gunicorn master for its
 workers (one runner per machine, or one per GPU); not a ``FLASK_`` variable, so no app
 reads it as a setting."""
+BOARD_VARIABLE = "PREDICT_RUNNER_BOARD"
+"""The file, in the server's state folder, where the master keeps each runner's socket, pid,
+up state and restarts (:mod:`flask_predict.process.runners`; read by metrics and the status
+page)."""
 LOAD_WAIT = 120.0
 """Seconds a load waits for a runner that is not answering (starting, or starting again)."""
 UNREACHABLE = "the model runner is not reachable (it is starting again); try again"
@@ -49,6 +54,15 @@ class RunnerClient:
     def __init__(self, path: str) -> None:
         self.path = path
         self._local = threading.local()
+        self._open: set[socket.socket] = set()
+        self._lock = threading.Lock()
+
+    def close(self) -> None:
+        """Close every thread's connection (a worker's client lives as long as it does)."""
+        with self._lock:
+            found, self._open = self._open, set()
+        for conn in found:
+            conn.close()
 
     def request(self, header: Mapping[str, Any], arrays: Mapping[str, np.ndarray] | None = None,
                 timeout: float | None = None, wait: float = 0.0
@@ -106,12 +120,16 @@ class RunnerClient:
             conn.close()
             raise ModelNotReady(UNREACHABLE) from None
         self._local.conn = conn
+        with self._lock:
+            self._open.add(conn)
         return conn, True
 
     def _drop(self) -> None:
         conn = getattr(self._local, "conn", None)
         self._local.conn = None
         if conn is not None:
+            with self._lock:
+                self._open.discard(conn)
             conn.close()
 
 
@@ -139,10 +157,11 @@ class RunnerPredictor(Predictor):
         return cls(model_dir, options, cls._load(model_dir, options))
 
     @classmethod
-    def _load(cls, model_dir: str, options: Mapping[str, Any]) -> dict[str, Any]:
+    def _load(cls, model_dir: str, options: Mapping[str, Any],
+              timeout: float | None = None) -> dict[str, Any]:
         reply, _ = cls.client.request({"op": "load", "plugin": cls.plugin, "path": model_dir,
                                        "options": dict(options), "pid": os.getpid()},
-                                      wait=LOAD_WAIT)
+                                      timeout=timeout, wait=LOAD_WAIT if timeout is None else 0)
         if "error" in reply:
             raise describe.error_from_json(reply["error"])
         return reply
@@ -176,9 +195,11 @@ class RunnerPredictor(Predictor):
                 header["deadline"] = seconds
                 reply, out = self.client.request(header, arrays, timeout=seconds)
             if reply.get("unknown") and attempt == 0:
-                # a runner started again that has not loaded this version again yet: the
-                # load waits for that (or loads it)
-                self.handle = str(self._load(self.model_dir, self.options)["handle"])
+                # a runner started again without this version (it was not told of it):
+                # loaded again, within the call's time limit
+                with deadline.native() as seconds:
+                    self.handle = str(self._load(self.model_dir, self.options,
+                                                 timeout=seconds)["handle"])
                 continue
             if "error" in reply:
                 raise describe.error_from_json(reply["error"])
@@ -236,3 +257,17 @@ def runner_readiness(client: RunnerClient, service: Any) -> Callable[[], bool]:
         return not uses_runner or client.ready()
 
     return ready
+
+
+def read_board() -> list[dict[str, Any]]:
+    """Each runner of this server as the master last wrote it (socket, pid, ``up``,
+    ``restarts``, ``gpu``); empty where the server runs none."""
+    path = os.environ.get(BOARD_VARIABLE)
+    if not path:
+        return []
+    try:
+        with open(path, encoding="utf-8") as file:
+            found = json.load(file)
+    except (OSError, ValueError):
+        return []
+    return found if isinstance(found, list) else []

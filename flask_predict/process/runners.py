@@ -20,16 +20,13 @@ import subprocess
 import sys
 import threading
 import time
-from typing import Any, Sequence
+from typing import Sequence
 
 from ..core import runtime
-from ..models.runner_client import SOCKETS_VARIABLE
+from ..models.runner_client import BOARD_VARIABLE, SOCKETS_VARIABLE
 
 logger = logging.getLogger(__name__)
 
-BOARD_VARIABLE = "PREDICT_RUNNER_BOARD"
-"""The file, in the server's state folder, where the master keeps each runner's socket, pid,
-up state and restarts (named for the workers, which read it)."""
 RESTART_BACKOFF = (0.1, 0.5, 1.0, 2.0, 5.0)
 """Seconds before starting a runner again, by how many times it exited in a row quickly."""
 
@@ -125,20 +122,6 @@ class RunnerBoard:
             with open(partial, "w", encoding="utf-8") as file:
                 json.dump(data, file)
             os.replace(partial, self.path)
-
-
-def read_board() -> list[dict[str, Any]]:
-    """What this server's :class:`RunnerBoard` last wrote (empty: no runner, or not under
-    gunicorn)."""
-    path = os.environ.get(BOARD_VARIABLE)
-    if not path:
-        return []
-    try:
-        with open(path, encoding="utf-8") as file:
-            found = json.load(file)
-    except (OSError, ValueError):
-        return []
-    return found if isinstance(found, list) else []
 
 
 class Runners:

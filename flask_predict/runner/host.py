@@ -27,7 +27,7 @@ from typing import Any, Callable, Mapping, Sequence
 import numpy as np
 
 from ..core.startup import cause_of
-from ..errors import PredictError
+from ..errors import ModelNotReady, PredictError
 from ..models.plugins import load_predictor_class
 from ..models.served import close_predictor
 from ..models.warmup import warm_up
@@ -99,6 +99,7 @@ class Runner:
         self._busy = 0
         self._idle = threading.Condition()
         self._listener: socket.socket | None = None
+        self._connections: set[socket.socket] = set()
 
     # --- serving ---------------------------------------------------------------------------
 
@@ -152,10 +153,25 @@ class Runner:
                 self._idle.wait(0.1)
         with self._lock:
             entries, self.entries = list(self.entries.values()), {}
+            connections, self._connections = self._connections, set()
+        for conn in connections:  # idle between calls now: each worker sees the runner gone
+            try:
+                conn.shutdown(socket.SHUT_RDWR)
+            except OSError:
+                pass
         for entry in entries:
             close_predictor(entry.predictor, entry.path, 0)
 
     def _connection(self, conn: socket.socket) -> None:
+        with self._lock:
+            self._connections.add(conn)
+        try:
+            self._serve_connection(conn)
+        finally:
+            with self._lock:
+                self._connections.discard(conn)
+
+    def _serve_connection(self, conn: socket.socket) -> None:
         with conn:
             while True:
                 try:
@@ -213,6 +229,9 @@ class Runner:
               ) -> tuple[dict[str, Any], Mapping[str, np.ndarray] | None]:
         entry = self.entries.get(str(header["handle"]))
         if entry is None:
+            if not self.ready.is_set():  # loading again what it held: "unavailable" at once
+                return {"error": describe.error_to_json(ModelNotReady(
+                    "the model runner is loading its versions again; try again"))}, None
             return {"unknown": True}, None
         method = header["method"]
         signature = header.get("signature")

@@ -153,8 +153,16 @@ def children(pid: int) -> set[int]:
 
 
 def all_children(pid: int) -> set[int]:
-    with open(f"/proc/{pid}/task/{pid}/children") as file:
-        return {int(child) for child in file.read().split()}
+    """Every child of *pid*, whichever of its threads started it (the master starts a
+    runner again from a thread of its own)."""
+    found: set[int] = set()
+    for task in os.listdir(f"/proc/{pid}/task"):
+        try:
+            with open(f"/proc/{pid}/task/{task}/children") as file:
+                found.update(int(child) for child in file.read().split())
+        except OSError:
+            continue
+    return found
 
 
 def runners(pid: int) -> set[int]:
