@@ -233,6 +233,14 @@ def test_runner_killed_under_load(runner: GrpcGunicornServer) -> None:
     assert all("error" in body for status, body in answers if status == 503)
     assert children(runner.process.pid) == workers
     assert runners(runner.process.pid) - {first}
+    metrics = request("GET", runner.url + "/metrics")[2].decode()
+    assert 'flask_predict_runner_up{gpu="",runner="0"} 1.0' in metrics
+    assert 'flask_predict_runner_restarts_total{gpu="",runner="0"} 1.0' in metrics
+    executed = [line for line in metrics.splitlines() if line.startswith(
+        'flask_predict_model_executions_total{model="rollout",version="1"}')]
+    assert executed and float(executed[0].split()[-1]) >= 20  # since the restart
+    status = json.loads(request("GET", runner.url + "/status.json")[2])
+    assert [(r["up"], r["restarts"]) for r in status["runners"]] == [(True, 1)]
 
 
 def test_new_version_rolls_out_and_a_broken_one_keeps_it(runner: GrpcGunicornServer,
