@@ -122,6 +122,10 @@ class ModelSpec:
     payload_log: Any = None
     """The model's ``payload_log`` entry as configured (``None``: the server-wide payload
     log; read by :mod:`flask_predict.payload_log.settings`)."""
+    batching: Any = None
+    """The model's ``batching`` entry as read: its own ``BatchingParameters``, true (the
+    server's), false (never batched), or ``None`` (the server's rule); see
+    :mod:`flask_predict.runner.batching_params`."""
 
 
 @dataclass(frozen=True)

@@ -13,6 +13,9 @@ import sys
 import threading
 from types import FrameType
 
+from ..settings.app import read_settings
+from ..settings.environ import server_config
+from .batched import Batching
 from .host import Runner
 
 
@@ -27,6 +30,7 @@ def main(argv: list[str] | None = None) -> int:
                         format="[%(asctime)s] [%(process)d] [%(levelname)s] %(message)s")
     label = f" {args.label}" if args.label else ""
     runner = Runner(args.socket, args.state, parent=args.parent, label=label)
+    runner.batching = batching(runner)
 
     def stop(signum: int, frame: FrameType | None) -> None:
         runner.stop()
@@ -39,6 +43,21 @@ def main(argv: list[str] | None = None) -> int:
     runner.serve()
     logging.getLogger(__name__).info("flask_predict runner%s: stopped", label)
     return 0
+
+
+def batching(runner: Runner) -> Batching | None:
+    """The batching the server's settings ask for (the master's environment, read as every
+    worker reads it); ``None``: no model batches."""
+    try:
+        settings = read_settings(server_config())
+    except Exception as exc:  # the master checked them; a worker reports what is wrong
+        logging.getLogger(__name__).error("flask_predict runner%s: settings not read, no "
+                                          "batching: %s", runner.label, exc)
+        return None
+    wanted = settings.batching
+    if not (wanted.enabled or wanted.per_model or any(s.batching for s in settings.models)):
+        return None
+    return Batching(wanted, settings.models, lambda handle: runner.entries.get(handle))
 
 
 if __name__ == "__main__":

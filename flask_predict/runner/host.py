@@ -9,7 +9,8 @@ started again loads the same versions before it says it is ready. One thread per
 connection; TensorFlow sessions and ONNX Runtime sessions run concurrent calls themselves.
 
 Every execution goes through :meth:`Entry.run`, the one function that turns a version's
-inputs into its outputs; a batching scheduler wraps it (:attr:`Runner.schedule`).
+inputs into its outputs; the batching scheduler wraps it (:attr:`Runner.batching`,
+:mod:`.batched`).
 """
 
 from __future__ import annotations
@@ -34,15 +35,10 @@ from ..models.warmup import warm_up
 from ..predictor import Predictor
 from ..types import Tensor
 from . import describe, wire
+from .batched import Batching
+from .batching_params import BatchingParameters
 
 logger = logging.getLogger(__name__)
-
-Schedule = Callable[[Any, Mapping[str, Tensor], "float | None",
-                     Callable[[Mapping[str, Tensor]], Mapping[str, Tensor]]],
-                    Mapping[str, Tensor]]
-"""``schedule(key, inputs, deadline, run)`` -> the caller's outputs: a batching scheduler
-that may run several callers' rows through one ``run`` (``None``: each call runs alone)."""
-
 
 def entry_key(plugin: str, path: str, options: Mapping[str, Any]) -> str:
     """The handle of a version: the same in every worker and across runner restarts."""
@@ -63,6 +59,8 @@ class Entry:
         self.metadata = describe.metadata_to_json(predictor.metadata())
         self.warmed = warmed
         self.holders: set[int] = set()
+        self.batching: BatchingParameters | None = None
+        """What its calls batch with (``None``: each runs alone)."""
         self.executions: dict[tuple[str, str], int] = {}
         """Executions per (model, version) the workers named: what Triton counts as
         ``nv_inference_exec_count`` (one per batch once batching groups calls)."""
@@ -93,7 +91,8 @@ class Runner:
         self.entries: dict[str, Entry] = {}
         self.ready = threading.Event()
         self.stopping = threading.Event()
-        self.schedule: Schedule | None = None
+        self.batching: Batching | None = None
+        """Set where the settings batch (``PREDICT_BATCHING`` and its kin)."""
         self._lock = threading.Lock()
         self._loading: dict[str, threading.Lock] = {}
         self._busy = 0
@@ -147,6 +146,8 @@ class Runner:
             os.unlink(self.socket_path)
         except OSError:
             pass
+        if self.batching is not None:  # the queued batches run now
+            self.batching.close()
         end = time.monotonic() + seconds
         with self._idle:
             while self._busy and time.monotonic() < end:
@@ -215,7 +216,8 @@ class Runner:
                 self.release(str(header["handle"]), int(header["pid"]))
                 return {}, None
             if op == "stats":
-                return {"stats": self.stats(), "ready": self.ready.is_set()}, None
+                return {"stats": self.stats(), "ready": self.ready.is_set(),
+                        "batching": self.batching.report() if self.batching else None}, None
             return {"error": {"kind": "", "code": "", "message": f"unknown op {op!r}"}}, None
         except Exception as exc:
             if op != "call":
@@ -236,20 +238,17 @@ class Runner:
         method = header["method"]
         signature = header.get("signature")
         outputs = header.get("outputs")
-        entry.counted(str(header.get("model", "")), str(header.get("version", "")))
+        model, version = str(header.get("model") or ""), str(header.get("version") or "")
         if method == "predict":
-            def run(inputs: Mapping[str, Tensor]) -> Mapping[str, Tensor]:
-                return entry.run(inputs, outputs, signature)
-
-            if self.schedule is not None:
-                key = (entry.key, signature, None if outputs is None else tuple(outputs),
-                       json.dumps(header.get("params") or {}, sort_keys=True))
+            if self.batching is not None and entry.batching is not None and model \
+                    and version.isdigit():
                 deadline = header.get("deadline")
-                result = self.schedule(key, arrays, None if deadline is None else
-                                       time.monotonic() + float(deadline), run)
-            else:
-                result = run(arrays)
-            return {}, dict(result)
+                return {}, self.batching.submit(
+                    entry.batching, entry.key, model, int(version), signature, outputs, arrays,
+                    None if deadline is None else time.monotonic() + float(deadline))
+            entry.counted(model, version)
+            return {}, entry.run(arrays, outputs, signature)
+        entry.counted(model, version)
         examples = describe.examples_from_arrays(int(header["count"]), arrays)
         if method == "classify":
             found = entry.predictor.classify(examples, signature)
@@ -291,7 +290,10 @@ class Runner:
         logger.info("flask_predict runner%s: %s loaded with %s in %.2fs%s", self.label, path,
                     type(predictor).__name__, time.perf_counter() - started,
                     f" ({warmed} warm-up requests)" if warmed else "")
-        return Entry(key, plugin, path, options, predictor, warmed)
+        entry = Entry(key, plugin, path, options, predictor, warmed)
+        if self.batching is not None:
+            entry.batching = self.batching.parameters_for(path)
+        return entry
 
     def release(self, key: str, holder: int) -> None:
         """*holder* no longer serves the version; the last one out closes it."""

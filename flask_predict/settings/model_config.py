@@ -9,13 +9,14 @@ from pathlib import Path
 from typing import Any, Mapping
 
 from ..errors import ConfigError
+from ..runner.batching_params import model_batching
 from ..storage import resolve
 from ..types import ModelSpec, VersionPolicy
 from .values import number_value, timeout_value
 
 MODEL_KEYS = frozenset({"base_path", "predictor", "version_policy", "version_labels", "versions",
                "default_version", "model_platform", "options", "timeout_seconds",
-               "payload_log"})
+               "payload_log", "batching"})
 """Keys of a model's entry that are not options for its plugin."""
 
 
@@ -123,6 +124,7 @@ def _model_spec(name: str, entry: Any, base_dir: Path | None, origin: str) -> Mo
         default_version=default,
         timeout_seconds=timeout_value(entry.get("timeout_seconds"), f"{where}: timeout_seconds"),
         payload_log=entry.get("payload_log"),
+        batching=model_batching(entry.get("batching"), where),
     )
 
 

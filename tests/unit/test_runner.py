@@ -217,3 +217,58 @@ def test_an_embedding_app_loads_in_its_own_process(onnx_folders: dict[str, Path]
     answer = app.test_client().post("/v2/models/torch/infer", json={"inputs": [
         {"name": "input", "datatype": "FP32", "shape": [1, 4], "data": [1, 2, 3, 4]}]})
     assert answer.status_code == 200
+
+
+def test_concurrent_callers_get_their_own_rows_from_shared_batches(
+        tmp_path: Path, onnx_folders: dict[str, Path]) -> None:
+    from flask_predict.runner.batched import Batching
+    from flask_predict.runner.batching_params import BatchingParameters, BatchingSettings
+
+    started = Running(tmp_path)
+    runner = Runner(started.socket, started.state)
+    parameters = BatchingParameters(max_batch_size=64, batch_timeout_micros=50_000,
+                                    num_batch_threads=1)
+    runner.batching = Batching(BatchingSettings(enabled=True, parameters=parameters), [],
+                               runner.entries.get)
+    runner.listen()
+    runner.restore()
+    thread = threading.Thread(target=runner.serve, daemon=True)
+    thread.start()
+    try:
+        proxy = proxy_class(started).from_path(os.fspath(onnx_folders["torch"]))
+        own = ONNXPredictor.from_path(os.fspath(onnx_folders["torch"]))
+        rng = np.random.default_rng(5)
+        asks = [rng.normal(size=(1 + i % 5, 4)).astype(np.float32) for i in range(24)]
+        answers: dict[int, Any] = {}
+
+        def ask(i: int) -> None:
+            client = RunnerClient(started.socket)
+            try:
+                reply, out = client.request({"op": "call", "handle": proxy.handle,  # type: ignore[attr-defined]
+                                             "method": "predict", "model": "torch",
+                                             "version": "1", "outputs": None,
+                                             "signature": None}, {"input": asks[i]})
+                answers[i] = out if "error" not in reply else reply["error"]
+            finally:
+                client.close()
+
+        threads = [threading.Thread(target=ask, args=(i,)) for i in range(len(asks))]
+        for each in threads:
+            each.start()
+        for each in threads:
+            each.join()
+        for i, rows in enumerate(asks):
+            # float32 to its digits: a batch's matrix product may block differently
+            np.testing.assert_allclose(answers[i]["output"],
+                                       own.predict_tensors({"input": rows})["output"],
+                                       rtol=1e-6, atol=1e-7, err_msg=str(i))
+        (entry,) = runner.entries.values()
+        executions = entry.executions[("torch", "1")]
+        assert executions < len(asks)  # some callers shared a batch
+        report = runner.batching.report()
+        assert report["batch_rows"]["buckets"][-1][1] == executions
+        assert report["batch_rows"]["sum"] == sum(len(rows) for rows in asks)
+    finally:
+        runner.stop()
+        thread.join()
+        started.client.close()
