@@ -263,3 +263,65 @@ def test_new_version_rolls_out_and_a_broken_one_keeps_it(runner: GrpcGunicornSer
     wait_for(failed, "version 3 failing to load")
     assert all(predict_rollout(runner) == (200, {"predictions": [3.0]}) for _ in range(6))
     shutil.rmtree(base / "3")
+
+
+def settle(server: GrpcGunicornServer, count: int) -> set[int]:
+    assert server.process is not None
+    master = server.process.pid
+    wait_for(lambda: len(children(master)) == count and ready(server) == 200,
+             f"{count} ready workers")
+    return children(master)
+
+
+def test_hup_ttin_ttou_keep_the_runner(runner: GrpcGunicornServer) -> None:
+    """New workers (a reload, one more, one fewer) serve from the same runner, which loads
+    nothing again; none of them maps TensorFlow."""
+    assert runner.process is not None
+    master = runner.process.pid
+    hosts = runners(master)
+    before = settle(runner, 2)
+    os.kill(master, signal.SIGHUP)
+    wait_for(lambda: not children(master) & before, "the workers replaced")
+    after = settle(runner, 2)
+    os.kill(master, signal.SIGTTIN)
+    grown = settle(runner, 3)
+    assert predict_rollout(runner) == (200, {"predictions": [3.0]})
+    assert {pid: mapped(pid) for pid in grown} == {pid: [] for pid in grown}
+    os.kill(master, signal.SIGTTOU)
+    settle(runner, 2)
+    assert runners(master) == hosts and after
+    assert all(predict_rollout(runner) == (200, {"predictions": [3.0]}) for _ in range(6))
+
+
+def test_term_drains_the_requests_in_flight(folders: dict[str, Any]) -> None:
+    """TERM under load: every request the server took is answered (the workers finish
+    theirs, then the runner stops), and the runner exits with the master."""
+    models = {"half_plus_two": folders["models"]["half_plus_two"]}
+    server = GrpcGunicornServer(models, workers=2, log_path=folders["root"] / "term.log")
+    server.start()
+    assert server.process is not None
+    (host,) = runners(server.process.pid)
+    answers: list[int] = []
+    stop = threading.Event()
+
+    def load() -> None:
+        while not stop.is_set():
+            status, _, _ = request("POST", server.url + "/v1/models/half_plus_two:predict",
+                                   body={"instances": [1.0] * 50}, timeout=60)
+            if status == 0:  # the listener closed: the server took no more
+                return
+            answers.append(status)
+
+    threads = [threading.Thread(target=load) for _ in range(3)]
+    for thread in threads:
+        thread.start()
+    wait_for(lambda: len(answers) >= 30, "answers before TERM")
+    server.process.send_signal(signal.SIGTERM)
+    server.process.wait(120)
+    stop.set()
+    for thread in threads:
+        thread.join()
+    assert set(answers) == {200}
+    wait_for(lambda: not os.path.exists(f"/proc/{host}") or
+             Path(f"/proc/{host}/stat").read_text().split()[2] == "Z", "the runner gone")
+    server.stop()
