@@ -13,7 +13,9 @@ import sys
 import threading
 from types import FrameType
 
+from ..observability.logs import use_json
 from ..settings.app import read_settings
+from ..settings.config import Settings
 from ..settings.environ import server_config
 from .batched import Batching
 from .host import Runner
@@ -26,11 +28,22 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--parent", type=int, help="stop when this process is gone")
     parser.add_argument("--label", default="", help="a name for the log lines")
     args = parser.parse_args(argv)
+    # the server's log: gunicorn's text format, or PREDICT_LOG_FORMAT's JSON lines
     logging.basicConfig(level=os.environ.get("LOG_LEVEL", "INFO").upper(), stream=sys.stderr,
-                        format="[%(asctime)s] [%(process)d] [%(levelname)s] %(message)s")
+                        format="[%(asctime)s] [%(process)d] [%(levelname)s] %(message)s",
+                        datefmt="%Y-%m-%d %H:%M:%S %z")
     label = f" {args.label}" if args.label else ""
     runner = Runner(args.socket, args.state, parent=args.parent, label=label)
-    runner.batching = batching(runner)
+    try:
+        settings: Settings | None = read_settings(server_config())
+    except Exception as exc:  # the master checked them; a worker reports what is wrong
+        logging.getLogger(__name__).error("flask_predict runner%s: settings not read, no "
+                                          "batching: %s", label, exc)
+        settings = None
+    if settings is not None:
+        if settings.observability.log_format == "json":
+            use_json(logging.getLogger().handlers)
+        runner.batching = batching(runner, settings)
 
     def stop(signum: int, frame: FrameType | None) -> None:
         runner.stop()
@@ -45,15 +58,9 @@ def main(argv: list[str] | None = None) -> int:
     return 0
 
 
-def batching(runner: Runner) -> Batching | None:
+def batching(runner: Runner, settings: Settings) -> Batching | None:
     """The batching the server's settings ask for (the master's environment, read as every
     worker reads it); ``None``: no model batches."""
-    try:
-        settings = read_settings(server_config())
-    except Exception as exc:  # the master checked them; a worker reports what is wrong
-        logging.getLogger(__name__).error("flask_predict runner%s: settings not read, no "
-                                          "batching: %s", runner.label, exc)
-        return None
     wanted = settings.batching
     if not (wanted.enabled or wanted.per_model or any(s.batching for s in settings.models)):
         return None
