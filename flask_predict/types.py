@@ -126,6 +126,10 @@ class ModelSpec:
     """The model's ``batching`` entry as read: its own ``BatchingParameters``, true (the
     server's), false (never batched), or ``None`` (the server's rule); see
     :mod:`flask_predict.runner.batching_params`."""
+    runner: bool = True
+    """Under the packaged server, whether versions of a plugin whose manifest says
+    ``runner`` load in the runner (the default); false: in each worker, as before
+    (:mod:`flask_predict.models.runner_client`)."""
 
 
 @dataclass(frozen=True)

@@ -31,7 +31,7 @@ from ..core.record import current_request
 from ..errors import DeadlineExceeded, ModelNotReady
 from ..predictor import Predictor
 from ..runner import describe, wire
-from ..types import Classification, Example, ModelMetadata, Tensor
+from ..types import Classification, Example, ModelMetadata, ModelSpec, Tensor
 from .plugins import Manifest, manifests
 
 SOCKETS_VARIABLE = "PREDICT_RUNNER_SOCKETS"
@@ -246,6 +246,19 @@ def runner_lookup(lookup: Callable[[str], type[Predictor]], worker_index: int | 
         return proxies[name]
 
     return find, client
+
+
+def runner_loader(lookup: Callable[[str], type[Predictor]]
+                  ) -> Callable[[type[Predictor], ModelSpec, int, str], Predictor]:
+    """The repository's loader where a runner is named: a model whose entry says
+    ``"runner": false`` loads its version in this worker (*lookup* finds the framework's
+    own class), any other as the class it was handed (a proxy loads in the runner)."""
+    def load(cls: type[Predictor], spec: ModelSpec, version: int, path: str) -> Predictor:
+        if issubclass(cls, RunnerPredictor) and not spec.runner:
+            cls = lookup(cls.plugin)
+        return cls.from_path(path, **spec.options)
+
+    return load
 
 
 def runner_readiness(client: RunnerClient, service: Any) -> Callable[[], bool]:

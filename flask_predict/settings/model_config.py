@@ -16,7 +16,7 @@ from .values import number_value, timeout_value
 
 MODEL_KEYS = frozenset({"base_path", "predictor", "version_policy", "version_labels", "versions",
                "default_version", "model_platform", "options", "timeout_seconds",
-               "payload_log", "batching"})
+               "payload_log", "batching", "runner"})
 """Keys of a model's entry that are not options for its plugin."""
 
 
@@ -125,7 +125,14 @@ def _model_spec(name: str, entry: Any, base_dir: Path | None, origin: str) -> Mo
         timeout_seconds=timeout_value(entry.get("timeout_seconds"), f"{where}: timeout_seconds"),
         payload_log=entry.get("payload_log"),
         batching=model_batching(entry.get("batching"), where),
+        runner=_runner(entry.get("runner", True), where),
     )
+
+
+def _runner(value: Any, where: str) -> bool:
+    if not isinstance(value, bool):
+        raise ConfigError(f"{where}: 'runner' must be true or false, got {value!r}")
+    return value
 
 
 def parse_version_policy(policy: Any, where: str) -> VersionPolicy:

@@ -272,3 +272,20 @@ def test_concurrent_callers_get_their_own_rows_from_shared_batches(
         runner.stop()
         thread.join()
         started.client.close()
+
+
+def test_a_model_set_off_the_runner_loads_in_the_worker(onnx_folders: dict[str, Path]) -> None:
+    from flask_predict.models.runner_client import runner_loader
+    from flask_predict.models.plugins import load_predictor_class
+    from flask_predict.settings.model_config import parse_models
+
+    (spec,) = parse_models({"torch": {"base_path": os.fspath(onnx_folders["torch"].parent),
+                                      "runner": False}}, base_dir=None, origin="test")
+    assert spec.runner is False
+    proxy = type("Runner_onnx", (RunnerPredictor,), {"plugin": "onnx",
+                                                       "client": RunnerClient("/nowhere")})
+    loaded = runner_loader(load_predictor_class)(proxy, spec, 1, os.fspath(onnx_folders["torch"]))
+    assert type(loaded) is ONNXPredictor
+    with pytest.raises(Exception, match="'runner' must be true or false"):
+        parse_models({"m": {"base_path": os.fspath(onnx_folders["torch"].parent),
+                            "runner": "no"}}, base_dir=None, origin="test")
