@@ -26,6 +26,8 @@ PREFIX = struct.Struct("!4sIQ")
 MAX_HEADER = 64 << 20
 """A header longer than this is a broken stream, not a message."""
 _ITEM = struct.Struct("!cI")
+SMALL = 64 << 10
+"""A message whose arrays are at most this many bytes is copied into one send."""
 
 
 class WireError(Exception):
@@ -112,7 +114,11 @@ def send(sock: socket.socket, header: Mapping[str, Any],
         head["arrays"], buffers = encode_arrays(arrays)
     text = json.dumps(head, separators=(",", ":"), allow_nan=False).encode()
     body = sum(len(b) if isinstance(b, bytes) else b.nbytes for b in buffers)
-    sock.sendall(PREFIX.pack(MAGIC, len(text), body) + text)
+    head_bytes = PREFIX.pack(MAGIC, len(text), body) + text
+    if body <= SMALL:  # one system call for the usual small message
+        sock.sendall(b"".join([head_bytes, *buffers]))
+        return
+    sock.sendall(head_bytes)
     for buffer in buffers:
         if len(buffer):
             sock.sendall(buffer)
