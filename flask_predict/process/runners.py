@@ -22,7 +22,6 @@ import threading
 import time
 from typing import Sequence
 
-from ..core import runtime
 from ..models.runner_client import BOARD_VARIABLE, SOCKETS_VARIABLE
 
 logger = logging.getLogger(__name__)
@@ -35,8 +34,10 @@ class RunnerProcess:
     """One runner and the thread that starts it again whenever it exits."""
 
     def __init__(self, index: int, state_dir: str, gpu: int | None,
-                 board: RunnerBoard) -> None:
+                 board: RunnerBoard, environ: dict[str, str]) -> None:
         self.index = index
+        self.environ = environ
+        """The master's environment before it sized its own pools to one thread."""
         self.gpu = gpu
         stem = os.path.join(state_dir, f"runner-{os.getpid()}-{index}")
         self.socket_path = f"{stem}.sock"
@@ -61,9 +62,7 @@ class RunnerProcess:
         self.board.update(self)
 
     def _environment(self) -> dict[str, str]:
-        env = dict(os.environ)
-        for name in runtime.THREAD_VARIABLES:  # the master's one-thread limit is its own
-            env.pop(name, None)
+        env = dict(self.environ)
         env.pop(SOCKETS_VARIABLE, None)
         if self.gpu is not None:
             env["CUDA_VISIBLE_DEVICES"] = str(self.gpu)
@@ -130,7 +129,10 @@ class Runners:
     def __init__(self, state_dir: str, gpus: Sequence[int]) -> None:
         self.board = RunnerBoard(state_dir)
         placed: Sequence[int | None] = list(gpus) or [None]
-        self.processes = [RunnerProcess(i, state_dir, gpu, self.board)
+        # taken now, before the master limits its own pools to one thread (the operator's
+        # thread variables reach the runner; the master's limit does not)
+        environ = dict(os.environ)
+        self.processes = [RunnerProcess(i, state_dir, gpu, self.board, environ)
                           for i, gpu in enumerate(placed)]
         self.board.runners = self.processes
 

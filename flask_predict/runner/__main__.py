@@ -13,6 +13,7 @@ import sys
 import threading
 from types import FrameType
 
+from ..core import runtime
 from ..observability.logs import use_json
 from ..settings.app import read_settings
 from ..settings.config import Settings
@@ -41,6 +42,8 @@ def main(argv: list[str] | None = None) -> int:
                                           "batching: %s", label, exc)
         settings = None
     if settings is not None:
+        if os.environ.get("FLASK_PREDICT_THREADS"):  # set: TF Serving's *_parallelism flags
+            runtime.limit_threads(settings.process.threads)
         if settings.observability.log_format == "json":
             use_json(logging.getLogger().handlers)
         runner.batching = batching(runner, settings)
