@@ -57,12 +57,14 @@ class Queued:
 
     def __init__(self, count: int) -> None:
         self.count, self.seen, self.event = count, 0, threading.Event()
+        self.lock = threading.Lock()
         self.stats = BatchStats()
 
     def queued(self, key: BatchKey, rows: int) -> None:
-        self.seen += 1
-        if self.seen >= self.count:
-            self.event.set()
+        with self.lock:
+            self.seen += 1
+            if self.seen >= self.count:
+                self.event.set()
 
     def refused(self, key: BatchKey, reason: str) -> None:
         self.stats.refused(key, reason)
@@ -215,6 +217,21 @@ def test_a_full_queue_answers_unavailable_at_once(make: Any) -> None:
     assert observer.stats.snapshot().refused == {"full": 1}
 
 
+def test_no_more_batches_run_at_once_than_batch_threads(make: Any) -> None:
+    run = Recorder(hold=True)
+    observer = Queued(2)
+    scheduler = make(params(max_batch_size=1), run, observer)
+    with ThreadPoolExecutor(2) as pool:
+        first = pool.submit(scheduler.submit, KEY, {"x": rows(1, 1)})
+        assert run.started.wait(30)  # the caller runs its full batch itself
+        second = pool.submit(scheduler.submit, KEY, {"x": rows(2, 1)})
+        assert observer.event.wait(30)
+        assert scheduler.queued_requests() == 1  # full too, but the one thread is taken
+        run.release.set()
+        first.result(), second.result()
+    assert [batch["x"][0, 0] for batch in run.batches] == [1.0, 2.0]
+
+
 def test_a_deadline_shorter_than_the_batch_timeout(make: Any) -> None:
     run = Recorder()
     scheduler = make(params(max_batch_size=3), run)
@@ -320,10 +337,23 @@ def test_concurrent_callers_only_ever_get_their_own_rows(
         timeout: int) -> None:
     allowed = tuple(sorted({max(1, cap // 2), cap})) if pad else ()
     largest = max(count for _, count in callers)
+    lock, running, most = threading.Lock(), [0], [0]
+
+    def counted(key: BatchKey, inputs: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
+        with lock:
+            running[0] += 1
+            most[0] = max(most[0], running[0])
+        try:
+            assert len(inputs["x"]) <= cap
+            return echo(key, inputs)
+        finally:
+            with lock:
+                running[0] -= 1
+
     scheduler = BatchScheduler(BatchingParameters(
         max_batch_size=max(cap, largest) if split else cap, batch_timeout_micros=timeout,
         num_batch_threads=threads, allowed_batch_sizes=allowed, max_enqueued_batches=1000,
-        enable_large_batch_splitting=split, max_execution_batch_size=cap), echo)
+        enable_large_batch_splitting=split, max_execution_batch_size=cap), counted)
     try:
         def call(caller: int, key: BatchKey, count: int) -> Any:
             try:
@@ -336,6 +366,7 @@ def test_concurrent_callers_only_ever_get_their_own_rows(
                                     enumerate(callers)))
     finally:
         scheduler.close()
+    assert most[0] <= threads  # callers that run their own batch count among the threads
     for caller, ((key_index, count), answer) in enumerate(zip(callers, answers)):
         key = KEYS[key_index]
         if count > cap and not split:
