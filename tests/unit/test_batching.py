@@ -17,7 +17,7 @@ from hypothesis import strategies as st
 
 from flask_predict.errors import (Code, DeadlineExceeded, FailedPrecondition, InvalidInput,
                                   PredictError)
-from flask_predict.runner.batch_stats import BatchStats
+from flask_predict.runner.batch_stats import BatchStats, per_version
 from flask_predict.runner.batching import (BatchKey, BatchScheduler, QueueFull,
                                            SchedulerClosed)
 from flask_predict.runner.batching_params import BatchingParameters
@@ -318,10 +318,13 @@ def test_stats_count_rows_waits_and_executions_per_key(make: Any) -> None:
     scheduler = make(params(max_batch_size=4, allowed_batch_sizes=(4,)), echo, stats)
     in_threads(lambda: scheduler.submit(KEY, {"x": rows(1, 1)}),
                lambda: scheduler.submit(KEY, {"x": rows(2, 3)}))
+    scheduler.submit(BatchKey.of("m", 1, "serving_default", outputs=["key"]),
+                     {"x": rows(3, 4)})
     snapshot = stats.snapshot()
-    assert snapshot.executions == {KEY: 1} and snapshot.rows == {KEY: 4}
-    assert snapshot.batch_rows.cumulative()[2] == (4, 1) and snapshot.padding_rows == 0
-    assert snapshot.queue_seconds.cumulative()[-1][1] == 2
+    assert snapshot.executions[KEY] == 1 and snapshot.rows[KEY] == 4
+    assert per_version(snapshot.executions) == {("m", 1): 2}
+    assert snapshot.batch_rows.cumulative()[2] == (4, 2) and snapshot.padding_rows == 0
+    assert snapshot.queue_seconds.cumulative()[-1][1] == 3
 
 
 CALLERS = st.lists(st.tuples(st.integers(0, 2), st.integers(0, 7)), min_size=1, max_size=12)
