@@ -199,8 +199,7 @@ class BatchScheduler:
             left = None if deadline is None else max(0.0, deadline - time.monotonic())
             if not piece.wait(left):
                 self._withdraw(pieces)
-                if self._observer:
-                    self._observer.refused(key, "deadline")
+                self._refuse(key, "deadline")
                 raise DeadlineExceeded(EXPIRED)
             if piece.error is not None:
                 self._withdraw(pieces)
@@ -212,13 +211,17 @@ class BatchScheduler:
 
     def close(self, wait: bool = True) -> None:
         """Take no new request; the queued batches run at once (no timeout), then the threads
-        exit. *wait*: return when they have."""
+        exit. *wait*: return when they have, and every running batch has answered (those
+        callers run included)."""
         with self._cond:
             self._closing = True
             self._cond.notify_all()
         if wait:
             for thread in self._threads:
                 thread.join()
+            with self._cond:
+                while self._free < self.parameters.num_batch_threads:
+                    self._cond.wait()
 
     def queued_requests(self) -> int:
         """Requests (or pieces of split ones) waiting for a batch thread."""

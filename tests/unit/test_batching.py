@@ -313,6 +313,21 @@ def test_shutdown_runs_the_queued_batches_then_the_threads_exit(make: Any) -> No
     assert sum(len(batch["x"]) for batch in run.batches) == 3
 
 
+def test_close_waits_for_a_batch_its_caller_runs(make: Any) -> None:
+    run = Recorder(hold=True)
+    scheduler = make(params(max_batch_size=1, num_batch_threads=2), run)
+    with ThreadPoolExecutor(1) as pool:
+        call = pool.submit(scheduler.submit, KEY, {"x": rows(1, 1)})
+        assert run.started.wait(30)  # the caller runs it; the batch threads have nothing
+        closer = threading.Thread(target=scheduler.close)
+        closer.start()
+        closer.join(0.2)
+        assert closer.is_alive()  # still running: close waits for it
+        run.release.set()
+        closer.join()
+        assert call.result()["double"].tolist() == (rows(1, 1) * 2).tolist()
+
+
 def test_stats_count_rows_waits_and_executions_per_key(make: Any) -> None:
     stats = BatchStats()
     scheduler = make(params(max_batch_size=4, allowed_batch_sizes=(4,)), echo, stats)
