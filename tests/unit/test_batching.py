@@ -342,7 +342,9 @@ def test_stats_count_rows_waits_and_executions_per_key(make: Any) -> None:
     assert snapshot.queue_seconds.cumulative()[-1][1] == 3
 
 
-CALLERS = st.lists(st.tuples(st.integers(0, 2), st.integers(0, 7)), min_size=1, max_size=12)
+CALLERS = st.lists(st.tuples(st.integers(0, 2), st.integers(0, 7), st.integers(2, 3)),
+                   min_size=1, max_size=12)
+"""Each caller: its key, its rows and their width (callers of another width batch apart)."""
 KEYS = [BatchKey.of("m", 1, "a"), BatchKey.of("m", 1, "a", outputs=["double"]),
         BatchKey.of("m", 2, "a", parameters={"t": 1})]
 
@@ -351,10 +353,10 @@ KEYS = [BatchKey.of("m", 1, "a"), BatchKey.of("m", 1, "a", outputs=["double"]),
 @given(callers=CALLERS, cap=st.integers(1, 8), split=st.booleans(), pad=st.booleans(),
        threads=st.integers(1, 3), timeout=st.sampled_from([0, 200, 5000]))
 def test_concurrent_callers_only_ever_get_their_own_rows(
-        callers: list[tuple[int, int]], cap: int, split: bool, pad: bool, threads: int,
+        callers: list[tuple[int, int, int]], cap: int, split: bool, pad: bool, threads: int,
         timeout: int) -> None:
     allowed = tuple(sorted({max(1, cap // 2), cap})) if pad else ()
-    largest = max(count for _, count in callers)
+    largest = max(count for _, count, _ in callers)
     lock, running, most = threading.Lock(), [0], [0]
 
     def counted(key: BatchKey, inputs: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
@@ -373,24 +375,24 @@ def test_concurrent_callers_only_ever_get_their_own_rows(
         num_batch_threads=threads, allowed_batch_sizes=allowed, max_enqueued_batches=1000,
         enable_large_batch_splitting=split, max_execution_batch_size=cap), counted)
     try:
-        def call(caller: int, key: BatchKey, count: int) -> Any:
+        def call(caller: int, key: BatchKey, count: int, width: int) -> Any:
             try:
-                return scheduler.submit(key, {"x": rows(caller, count)})
+                return scheduler.submit(key, {"x": rows(caller, count, width)})
             except PredictError as exc:
                 return exc
 
         with ThreadPoolExecutor(len(callers)) as pool:
-            answers = list(pool.map(lambda item: call(item[0], KEYS[item[1][0]], item[1][1]),
+            answers = list(pool.map(lambda item: call(item[0], KEYS[item[1][0]], *item[1][1:]),
                                     enumerate(callers)))
     finally:
         scheduler.close()
     assert most[0] <= threads  # callers that run their own batch count among the threads
-    for caller, ((key_index, count), answer) in enumerate(zip(callers, answers)):
+    for caller, ((key_index, count, width), answer) in enumerate(zip(callers, answers)):
         key = KEYS[key_index]
         if count > cap and not split:
             assert isinstance(answer, InvalidInput)
             continue
         assert set(answer) == set(key.outputs or ("double", "key"))
-        np.testing.assert_array_equal(answer["double"], rows(caller, count) * 2)
+        np.testing.assert_array_equal(answer["double"], rows(caller, count, width) * 2)
         if "key" in answer:
             assert answer["key"].tolist() == [hash(key) % 1000] * count
