@@ -389,3 +389,4 @@ class BatchScheduler:
             return
         for task, part in zip(tasks, parts):
             task.finish(outputs=part)
+

@@ -18,6 +18,7 @@ from hypothesis import strategies as st
 from flask_predict.errors import (Code, DeadlineExceeded, FailedPrecondition, InvalidInput,
                                   PredictError)
 from flask_predict.runner.batch_stats import BatchStats, per_version
+from flask_predict.runner.batchers import Batchers
 from flask_predict.runner.batching import (BatchKey, BatchScheduler, QueueFull,
                                            SchedulerClosed)
 from flask_predict.runner.batching_params import BatchingParameters
@@ -340,6 +341,19 @@ def test_stats_count_rows_waits_and_executions_per_key(make: Any) -> None:
     assert per_version(snapshot.executions) == {("m", 1): 2}
     assert snapshot.batch_rows.cumulative()[2] == (4, 2) and snapshot.padding_rows == 0
     assert snapshot.queue_seconds.cumulative()[-1][1] == 3
+
+
+def test_one_scheduler_per_set_of_parameters() -> None:
+    run = Recorder()
+    batchers = Batchers(run)
+    small, large = params(max_batch_size=1), params(max_batch_size=3)
+    assert batchers.scheduler(small) is batchers.scheduler(params(max_batch_size=1))
+    assert batchers.scheduler(small) is not batchers.scheduler(large)
+    got = batchers.submit(small, KEY, {"x": rows(1, 1)})
+    np.testing.assert_array_equal(got["double"], rows(1, 1) * 2)
+    batchers.close()
+    with pytest.raises(SchedulerClosed):
+        batchers.submit(large, KEY, {"x": rows(2, 1)})
 
 
 CALLERS = st.lists(st.tuples(st.integers(0, 2), st.integers(0, 7), st.integers(2, 3)),
