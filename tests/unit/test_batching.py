@@ -356,9 +356,11 @@ def test_one_scheduler_per_set_of_parameters() -> None:
         batchers.submit(large, KEY, {"x": rows(2, 1)})
 
 
-CALLERS = st.lists(st.tuples(st.integers(0, 2), st.integers(0, 7), st.integers(2, 3)),
+CALLERS = st.lists(st.tuples(st.integers(0, 2), st.integers(0, 7), st.integers(2, 3),
+                             st.sampled_from([None, None, 0.0005, 0.005])),
                    min_size=1, max_size=12)
-"""Each caller: its key, its rows and their width (callers of another width batch apart)."""
+"""Each caller: its key, its rows and their width (callers of another width batch apart),
+and how long it waits at most (``None``: no deadline)."""
 KEYS = [BatchKey.of("m", 1, "a"), BatchKey.of("m", 1, "a", outputs=["double"]),
         BatchKey.of("m", 2, "a", parameters={"t": 1})]
 
@@ -367,10 +369,10 @@ KEYS = [BatchKey.of("m", 1, "a"), BatchKey.of("m", 1, "a", outputs=["double"]),
 @given(callers=CALLERS, cap=st.integers(1, 8), split=st.booleans(), pad=st.booleans(),
        threads=st.integers(1, 3), timeout=st.sampled_from([0, 200, 5000]))
 def test_concurrent_callers_only_ever_get_their_own_rows(
-        callers: list[tuple[int, int, int]], cap: int, split: bool, pad: bool, threads: int,
+        callers: list[tuple[int, int, int, float | None]], cap: int, split: bool, pad: bool, threads: int,
         timeout: int) -> None:
     allowed = tuple(sorted({max(1, cap // 2), cap})) if pad else ()
-    largest = max(count for _, count, _ in callers)
+    largest = max(caller[1] for caller in callers)
     lock, running, most = threading.Lock(), [0], [0]
 
     def counted(key: BatchKey, inputs: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
@@ -389,9 +391,11 @@ def test_concurrent_callers_only_ever_get_their_own_rows(
         num_batch_threads=threads, allowed_batch_sizes=allowed, max_enqueued_batches=1000,
         enable_large_batch_splitting=split, max_execution_batch_size=cap), counted)
     try:
-        def call(caller: int, key: BatchKey, count: int, width: int) -> Any:
+        def call(caller: int, key: BatchKey, count: int, width: int,
+                 wait: float | None) -> Any:
+            deadline = None if wait is None else time.monotonic() + wait
             try:
-                return scheduler.submit(key, {"x": rows(caller, count, width)})
+                return scheduler.submit(key, {"x": rows(caller, count, width)}, deadline)
             except PredictError as exc:
                 return exc
 
@@ -401,11 +405,13 @@ def test_concurrent_callers_only_ever_get_their_own_rows(
     finally:
         scheduler.close()
     assert most[0] <= threads  # callers that run their own batch count among the threads
-    for caller, ((key_index, count, width), answer) in enumerate(zip(callers, answers)):
+    for caller, ((key_index, count, width, wait), answer) in enumerate(zip(callers, answers)):
         key = KEYS[key_index]
         if count > cap and not split:
             assert isinstance(answer, InvalidInput)
             continue
+        if wait is not None and isinstance(answer, DeadlineExceeded):
+            continue  # answered in time, or told it was not: never another's rows
         assert set(answer) == set(key.outputs or ("double", "key"))
         np.testing.assert_array_equal(answer["double"], rows(caller, count, width) * 2)
         if "key" in answer:
