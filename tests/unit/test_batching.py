@@ -369,8 +369,8 @@ KEYS = [BatchKey.of("m", 1, "a"), BatchKey.of("m", 1, "a", outputs=["double"]),
 @given(callers=CALLERS, cap=st.integers(1, 8), split=st.booleans(), pad=st.booleans(),
        threads=st.integers(1, 3), timeout=st.sampled_from([0, 200, 5000]))
 def test_concurrent_callers_only_ever_get_their_own_rows(
-        callers: list[tuple[int, int, int, float | None]], cap: int, split: bool, pad: bool, threads: int,
-        timeout: int) -> None:
+        callers: list[tuple[int, int, int, float | None]], cap: int, split: bool, pad: bool,
+        threads: int, timeout: int) -> None:
     allowed = tuple(sorted({max(1, cap // 2), cap})) if pad else ()
     largest = max(caller[1] for caller in callers)
     lock, running, most = threading.Lock(), [0], [0]
