@@ -34,14 +34,13 @@ def padded_size(rows: int, allowed: Sequence[int]) -> int:
     return next((size for size in allowed if size >= rows), rows) if rows else 0
 
 
-def merge_inputs(requests: Sequence[Arrays], parameters: BatchingParameters
-                 ) -> tuple[dict[str, np.ndarray], int, int]:
-    """One batch's inputs from its requests' (variable lengths padded, rows padded up to an
-    allowed size with copies of the first row), its rows and its padded rows."""
-    rows = sum(task_rows(inputs) for inputs in requests)
+def merge_inputs(requests: Sequence[Arrays], rows: int, parameters: BatchingParameters
+                 ) -> tuple[dict[str, np.ndarray], int]:
+    """One batch's inputs from its requests' (*rows* rows in all; variable lengths padded,
+    rows padded up to an allowed size with copies of the first row), and its padded rows."""
     padded = padded_size(rows, parameters.allowed_batch_sizes)
     if len(requests) == 1 and padded == rows:
-        return dict(requests[0]), rows, rows
+        return dict(requests[0]), rows
     merged = {}
     for name in requests[0]:
         arrays = [inputs[name] for inputs in requests]
@@ -50,7 +49,7 @@ def merge_inputs(requests: Sequence[Arrays], parameters: BatchingParameters
         if padded > rows:
             arrays.append(np.repeat(arrays[0][:1], padded - rows, axis=0))
         merged[name] = np.concatenate(arrays)
-    return merged, rows, padded
+    return merged, padded
 
 
 def pad_to_same_shape(arrays: list[np.ndarray]) -> list[np.ndarray]:
@@ -79,6 +78,8 @@ def split_outputs(outputs: Mapping[str, Any], sizes: Sequence[int],
         if array.shape[0] != padded:
             raise FailedPrecondition("Batched output tensor's 0th dimension does not equal the "
                                      "sum of the 0th dimension sizes of the input tensors")
+    if len(sizes) == 1 and sizes[0] == padded:
+        return [arrays]
     bounds = list(itertools.accumulate(sizes, initial=0))
     return [{name: array[start:stop] for name, array in arrays.items()}
             for start, stop in zip(bounds, bounds[1:])]

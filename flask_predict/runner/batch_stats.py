@@ -68,6 +68,14 @@ class BatchSnapshot:
     """Requests answered without running, per reason (``full``, ``deadline``, ``closed``)."""
 
 
+def per_version(counts: Counter[BatchKey]) -> Counter[tuple[str, int]]:
+    """Counts per key summed per (model, version), the labels a metric reports them by."""
+    summed: Counter[tuple[str, int]] = Counter()
+    for key, count in counts.items():
+        summed[key.model, key.version] += count
+    return summed
+
+
 class BatchStats:
     """Thread-safe counts of every scheduler it observes."""
 

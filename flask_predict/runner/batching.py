@@ -102,7 +102,9 @@ class _Task:
         self.rows = rows
         self.deadline = deadline
         self.queued_at = time.monotonic()
-        self.done = threading.Event()
+        self.done = threading.Lock()
+        """Held until the task is answered (a lock: cheaper to wait on than an event)."""
+        self.done.acquire()
         self.outputs: dict[str, np.ndarray] = {}
         self.error: BaseException | None = None
         self.batch: _Batch | None = None
@@ -111,7 +113,11 @@ class _Task:
     def finish(self, outputs: dict[str, np.ndarray] | None = None,
                error: BaseException | None = None) -> None:
         self.outputs, self.error = outputs or {}, error
-        self.done.set()
+        self.done.release()
+
+    def wait(self, seconds: float | None) -> bool:
+        """Whether the task was answered within *seconds* (``None``: however long)."""
+        return self.done.acquire(timeout=-1 if seconds is None else seconds)
 
 
 class _Batch:
@@ -148,7 +154,13 @@ GroupKey = tuple[BatchKey, tuple[tuple[str, str, Any], ...]]
 
 
 class BatchScheduler:
-    """Batches of one set of parameters, run by its own ``num_batch_threads`` threads."""
+    """Batches of one set of parameters, at most ``num_batch_threads`` at once.
+
+    Its own threads run the batches that time out or wait for a free thread. A caller whose
+    request makes its batch ready (full, or no timeout) while fewer than
+    ``num_batch_threads`` batches run runs that batch itself, in its own thread: the same
+    batches, without two thread switches per request.
+    """
 
     def __init__(self, parameters: BatchingParameters, run: RunBatch,
                  observer: BatchObserver | None = None, name: str = "batch") -> None:
@@ -159,6 +171,8 @@ class BatchScheduler:
         self._queues: dict[GroupKey, _Queue] = {}
         self._turn = 0
         self._closing = False
+        self._free = parameters.num_batch_threads
+        """Batches that may start now (``num_batch_threads`` less those running)."""
         self._threads = [threading.Thread(target=self._serve, name=f"{name}-{number}",
                                           daemon=True)
                          for number in range(parameters.num_batch_threads)]
@@ -176,15 +190,16 @@ class BatchScheduler:
         limit = self.parameters.max_batch_size
         if rows > limit:
             raise InvalidInput(f"Task size {rows} is larger than maximum batch size {limit}")
-        pieces = self._enqueue(key, inputs, rows, deadline)
+        pieces, mine = self._enqueue(key, inputs, rows, deadline)
         if self._observer:
             self._observer.queued(key, rows)
+        if mine is not None:
+            self._execute(key, mine)
         for piece in pieces:
             left = None if deadline is None else max(0.0, deadline - time.monotonic())
-            if not piece.done.wait(left):
+            if not piece.wait(left):
                 self._withdraw(pieces)
-                if self._observer:
-                    self._observer.refused(key, "deadline")
+                self._refuse(key, "deadline")
                 raise DeadlineExceeded(EXPIRED)
             if piece.error is not None:
                 self._withdraw(pieces)
@@ -196,13 +211,17 @@ class BatchScheduler:
 
     def close(self, wait: bool = True) -> None:
         """Take no new request; the queued batches run at once (no timeout), then the threads
-        exit. *wait*: return when they have."""
+        exit. *wait*: return when they have, and every running batch has answered (those
+        callers run included)."""
         with self._cond:
             self._closing = True
             self._cond.notify_all()
         if wait:
             for thread in self._threads:
                 thread.join()
+            with self._cond:
+                while self._free < self.parameters.num_batch_threads:
+                    self._cond.wait()
 
     def queued_requests(self) -> int:
         """Requests (or pieces of split ones) waiting for a batch thread."""
@@ -211,7 +230,9 @@ class BatchScheduler:
                        for batch in queue.batches)
 
     def _enqueue(self, key: BatchKey, inputs: Arrays, rows: int,
-                 deadline: float | None) -> list[_Task]:
+                 deadline: float | None) -> tuple[list[_Task], list[_Task] | None]:
+        """The request's pieces, queued; and the tasks of its batch when the caller is to run
+        it (its batch is ready at the front of its queue, and a batch may start)."""
         group = (key, self._shape_key(inputs))
         cap = self.parameters.batch_rows
         with self._cond:
@@ -243,8 +264,14 @@ class BatchScheduler:
                 queue.batches[-1].add(piece)
                 pieces.append(piece)
                 start += size
+            batch = pieces[0].batch
+            if self._free and len(pieces) == 1 and batch is queue.batches[0]:
+                front = self._pop_ready(queue, time.monotonic(), self._timeout)
+                if front is not None:
+                    self._free -= 1
+                    return pieces, self._live(queue, front, time.monotonic())
             self._cond.notify()
-        return pieces
+        return pieces, None
 
     def _refuse(self, key: BatchKey, reason: str) -> None:
         if self._observer:
@@ -269,39 +296,49 @@ class BatchScheduler:
         while True:
             with self._cond:
                 while True:
-                    taken = self._take()
+                    taken = self._take() if self._free else None
                     if taken is not None:
                         break
                     if self._closing and not self._queues:
                         self._cond.notify_all()
                         return
-                    self._cond.wait(self._next_timeout())
-                self._cond.notify()  # another thread may find more to run
+                    self._cond.wait(self._next_timeout() if self._free else None)
+                self._free -= 1
+                if self._queues:
+                    self._cond.notify()  # another thread may find more to run
             self._execute(*taken)
 
     def _take(self) -> tuple[BatchKey, list[_Task]] | None:
         """A ready batch, round-robin across the queues; its expired requests answered."""
         now = time.monotonic()
-        timeout = self.parameters.batch_timeout_micros / 1e6
         groups = list(self._queues)
         for step in range(len(groups)):
             group = groups[(self._turn + step) % len(groups)]
             queue = self._queues[group]
-            while (front := self._pop_ready(queue, now, timeout)) is not None:
-                tasks = []
-                for task in front.tasks:
-                    task.batch = None
-                    if task.deadline is not None and task.deadline <= now:
-                        task.finish(error=DeadlineExceeded(EXPIRED))
-                        self._refuse(queue.key, "deadline")
-                    else:
-                        tasks.append(task)
+            while (front := self._pop_ready(queue, now, self._timeout)) is not None:
+                tasks = self._live(queue, front, now)
                 if tasks:
                     self._turn = (self._turn + step + 1) % len(groups)
                     return queue.key, tasks
             if not queue.batches[0].tasks:  # only an empty open batch left
                 del self._queues[group]
         return None
+
+    @property
+    def _timeout(self) -> float:
+        return self.parameters.batch_timeout_micros / 1e6
+
+    def _live(self, queue: _Queue, batch: _Batch, now: float) -> list[_Task]:
+        """A batch taken to run: its tasks out of the queue, those expired answered so."""
+        tasks = []
+        for task in batch.tasks:
+            task.batch = None
+            if task.deadline is not None and task.deadline <= now:
+                task.finish(error=DeadlineExceeded(EXPIRED))
+                self._refuse(queue.key, "deadline")
+            else:
+                tasks.append(task)
+        return tasks
 
     def _pop_ready(self, queue: _Queue, now: float, timeout: float) -> _Batch | None:
         """The queue's front batch if it is closed, or open and full, timed out or closing."""
@@ -319,14 +356,27 @@ class BatchScheduler:
                   if len(queue.batches) == 1 and queue.batches[0].tasks]
         if not opened:
             return None
-        due = min(opened) + self.parameters.batch_timeout_micros / 1e6
+        due = min(opened) + self._timeout
         return max(0.0, due - time.monotonic())
 
     def _execute(self, key: BatchKey, tasks: list[_Task]) -> None:
-        """Run one batch; every caller gets its rows, or the batch's error (never a hang)."""
+        """Run one batch (its thread holds one of the batches that may run); every caller
+        gets its rows, or the batch's error (never a hang)."""
         try:
-            inputs, rows, padded = merge_inputs([task.inputs for task in tasks],
-                                                self.parameters)
+            self._answer(key, tasks)
+        finally:
+            with self._cond:
+                self._free += 1
+                if self._queues or self._closing:  # else no thread has anything to do
+                    self._cond.notify()
+
+    def _answer(self, key: BatchKey, tasks: list[_Task]) -> None:
+        if not tasks:
+            return
+        try:
+            rows = sum(task.rows for task in tasks)
+            inputs, padded = merge_inputs([task.inputs for task in tasks], rows,
+                                          self.parameters)
             if self._observer:
                 started = time.monotonic()
                 self._observer.executed(key, rows, padded,
@@ -339,3 +389,4 @@ class BatchScheduler:
             return
         for task, part in zip(tasks, parts):
             task.finish(outputs=part)
+

@@ -204,7 +204,9 @@ class BatchingSettings:
     def for_version(self, model: BatchingParameters | bool | None,
                     version_dir: str | os.PathLike[str]) -> BatchingParameters | None:
         """What one version batches with (``None``: it does not): the model's own
-        ``batching`` entry first, then the server's rule."""
+        ``batching`` entry first, then the server's rule. A ``batching_params.pbtxt`` that
+        does not parse raises :class:`ConfigError`: the version does not load, as in TF
+        Serving."""
         if isinstance(model, BatchingParameters):
             return model
         if model is False or not (self.enabled or model is True):

@@ -17,7 +17,8 @@ from hypothesis import strategies as st
 
 from flask_predict.errors import (Code, DeadlineExceeded, FailedPrecondition, InvalidInput,
                                   PredictError)
-from flask_predict.runner.batch_stats import BatchStats
+from flask_predict.runner.batch_stats import BatchStats, per_version
+from flask_predict.runner.batchers import Batchers
 from flask_predict.runner.batching import (BatchKey, BatchScheduler, QueueFull,
                                            SchedulerClosed)
 from flask_predict.runner.batching_params import BatchingParameters
@@ -57,12 +58,14 @@ class Queued:
 
     def __init__(self, count: int) -> None:
         self.count, self.seen, self.event = count, 0, threading.Event()
+        self.lock = threading.Lock()
         self.stats = BatchStats()
 
     def queued(self, key: BatchKey, rows: int) -> None:
-        self.seen += 1
-        if self.seen >= self.count:
-            self.event.set()
+        with self.lock:
+            self.seen += 1
+            if self.seen >= self.count:
+                self.event.set()
 
     def refused(self, key: BatchKey, reason: str) -> None:
         self.stats.refused(key, reason)
@@ -215,6 +218,21 @@ def test_a_full_queue_answers_unavailable_at_once(make: Any) -> None:
     assert observer.stats.snapshot().refused == {"full": 1}
 
 
+def test_no_more_batches_run_at_once_than_batch_threads(make: Any) -> None:
+    run = Recorder(hold=True)
+    observer = Queued(2)
+    scheduler = make(params(max_batch_size=1), run, observer)
+    with ThreadPoolExecutor(2) as pool:
+        first = pool.submit(scheduler.submit, KEY, {"x": rows(1, 1)})
+        assert run.started.wait(30)  # the caller runs its full batch itself
+        second = pool.submit(scheduler.submit, KEY, {"x": rows(2, 1)})
+        assert observer.event.wait(30)
+        assert scheduler.queued_requests() == 1  # full too, but the one thread is taken
+        run.release.set()
+        first.result(), second.result()
+    assert [batch["x"][0, 0] for batch in run.batches] == [1.0, 2.0]
+
+
 def test_a_deadline_shorter_than_the_batch_timeout(make: Any) -> None:
     run = Recorder()
     scheduler = make(params(max_batch_size=3), run)
@@ -296,18 +314,53 @@ def test_shutdown_runs_the_queued_batches_then_the_threads_exit(make: Any) -> No
     assert sum(len(batch["x"]) for batch in run.batches) == 3
 
 
+def test_close_waits_for_a_batch_its_caller_runs(make: Any) -> None:
+    run = Recorder(hold=True)
+    scheduler = make(params(max_batch_size=1, num_batch_threads=2), run)
+    with ThreadPoolExecutor(1) as pool:
+        call = pool.submit(scheduler.submit, KEY, {"x": rows(1, 1)})
+        assert run.started.wait(30)  # the caller runs it; the batch threads have nothing
+        closer = threading.Thread(target=scheduler.close)
+        closer.start()
+        closer.join(0.2)
+        assert closer.is_alive()  # still running: close waits for it
+        run.release.set()
+        closer.join()
+        assert call.result()["double"].tolist() == (rows(1, 1) * 2).tolist()
+
+
 def test_stats_count_rows_waits_and_executions_per_key(make: Any) -> None:
     stats = BatchStats()
     scheduler = make(params(max_batch_size=4, allowed_batch_sizes=(4,)), echo, stats)
     in_threads(lambda: scheduler.submit(KEY, {"x": rows(1, 1)}),
                lambda: scheduler.submit(KEY, {"x": rows(2, 3)}))
+    scheduler.submit(BatchKey.of("m", 1, "serving_default", outputs=["key"]),
+                     {"x": rows(3, 4)})
     snapshot = stats.snapshot()
-    assert snapshot.executions == {KEY: 1} and snapshot.rows == {KEY: 4}
-    assert snapshot.batch_rows.cumulative()[2] == (4, 1) and snapshot.padding_rows == 0
-    assert snapshot.queue_seconds.cumulative()[-1][1] == 2
+    assert snapshot.executions[KEY] == 1 and snapshot.rows[KEY] == 4
+    assert per_version(snapshot.executions) == {("m", 1): 2}
+    assert snapshot.batch_rows.cumulative()[2] == (4, 2) and snapshot.padding_rows == 0
+    assert snapshot.queue_seconds.cumulative()[-1][1] == 3
 
 
-CALLERS = st.lists(st.tuples(st.integers(0, 2), st.integers(0, 7)), min_size=1, max_size=12)
+def test_one_scheduler_per_set_of_parameters() -> None:
+    run = Recorder()
+    batchers = Batchers(run)
+    small, large = params(max_batch_size=1), params(max_batch_size=3)
+    assert batchers.scheduler(small) is batchers.scheduler(params(max_batch_size=1))
+    assert batchers.scheduler(small) is not batchers.scheduler(large)
+    got = batchers.submit(small, KEY, {"x": rows(1, 1)})
+    np.testing.assert_array_equal(got["double"], rows(1, 1) * 2)
+    batchers.close()
+    with pytest.raises(SchedulerClosed):
+        batchers.submit(large, KEY, {"x": rows(2, 1)})
+
+
+CALLERS = st.lists(st.tuples(st.integers(0, 2), st.integers(0, 7), st.integers(2, 3),
+                             st.sampled_from([None, None, 0.0005, 0.005])),
+                   min_size=1, max_size=12)
+"""Each caller: its key, its rows and their width (callers of another width batch apart),
+and how long it waits at most (``None``: no deadline)."""
 KEYS = [BatchKey.of("m", 1, "a"), BatchKey.of("m", 1, "a", outputs=["double"]),
         BatchKey.of("m", 2, "a", parameters={"t": 1})]
 
@@ -316,32 +369,50 @@ KEYS = [BatchKey.of("m", 1, "a"), BatchKey.of("m", 1, "a", outputs=["double"]),
 @given(callers=CALLERS, cap=st.integers(1, 8), split=st.booleans(), pad=st.booleans(),
        threads=st.integers(1, 3), timeout=st.sampled_from([0, 200, 5000]))
 def test_concurrent_callers_only_ever_get_their_own_rows(
-        callers: list[tuple[int, int]], cap: int, split: bool, pad: bool, threads: int,
-        timeout: int) -> None:
+        callers: list[tuple[int, int, int, float | None]], cap: int, split: bool, pad: bool,
+        threads: int, timeout: int) -> None:
     allowed = tuple(sorted({max(1, cap // 2), cap})) if pad else ()
-    largest = max(count for _, count in callers)
+    largest = max(caller[1] for caller in callers)
+    lock, running, most = threading.Lock(), [0], [0]
+
+    def counted(key: BatchKey, inputs: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
+        with lock:
+            running[0] += 1
+            most[0] = max(most[0], running[0])
+        try:
+            assert len(inputs["x"]) <= cap
+            return echo(key, inputs)
+        finally:
+            with lock:
+                running[0] -= 1
+
     scheduler = BatchScheduler(BatchingParameters(
         max_batch_size=max(cap, largest) if split else cap, batch_timeout_micros=timeout,
         num_batch_threads=threads, allowed_batch_sizes=allowed, max_enqueued_batches=1000,
-        enable_large_batch_splitting=split, max_execution_batch_size=cap), echo)
+        enable_large_batch_splitting=split, max_execution_batch_size=cap), counted)
     try:
-        def call(caller: int, key: BatchKey, count: int) -> Any:
+        def call(caller: int, key: BatchKey, count: int, width: int,
+                 wait: float | None) -> Any:
+            deadline = None if wait is None else time.monotonic() + wait
             try:
-                return scheduler.submit(key, {"x": rows(caller, count)})
+                return scheduler.submit(key, {"x": rows(caller, count, width)}, deadline)
             except PredictError as exc:
                 return exc
 
         with ThreadPoolExecutor(len(callers)) as pool:
-            answers = list(pool.map(lambda item: call(item[0], KEYS[item[1][0]], item[1][1]),
+            answers = list(pool.map(lambda item: call(item[0], KEYS[item[1][0]], *item[1][1:]),
                                     enumerate(callers)))
     finally:
         scheduler.close()
-    for caller, ((key_index, count), answer) in enumerate(zip(callers, answers)):
+    assert most[0] <= threads  # callers that run their own batch count among the threads
+    for caller, ((key_index, count, width, wait), answer) in enumerate(zip(callers, answers)):
         key = KEYS[key_index]
         if count > cap and not split:
             assert isinstance(answer, InvalidInput)
             continue
+        if wait is not None and isinstance(answer, DeadlineExceeded):
+            continue  # answered in time, or told it was not: never another's rows
         assert set(answer) == set(key.outputs or ("double", "key"))
-        np.testing.assert_array_equal(answer["double"], rows(caller, count) * 2)
+        np.testing.assert_array_equal(answer["double"], rows(caller, count, width) * 2)
         if "key" in answer:
             assert answer["key"].tolist() == [hash(key) % 1000] * count

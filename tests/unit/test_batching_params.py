@@ -16,6 +16,7 @@ from flask_predict.runner.batching_params import (PER_MODEL_FILE, BatchingParame
                                                   parse_batching_parameters,
                                                   read_batching_parameters_file)
 from flask_predict.settings.app import read_settings
+from flask_predict.settings.environ import server_config
 from tests.unit.test_cli import command_for, run_main
 
 GUIDE_EXAMPLE = """
@@ -173,6 +174,9 @@ def test_serve_passes_the_batching_flags_on(tmp_path: Path) -> None:
     assert json.loads(env["FLASK_PREDICT_BATCHING"]) is True
     assert env["FLASK_PREDICT_BATCHING_PARAMETERS_FILE"] == str(path)
     assert json.loads(env["FLASK_PREDICT_PER_MODEL_BATCHING_PARAMETERS"]) is False
+    served = read_settings(server_config(env)).batching  # as each process of the server reads
+    assert served == BatchingSettings(enabled=True, parameters=parse_batching_parameters(
+        GUIDE_EXAMPLE))
     _, env = command_for("--model_base_path", str(tmp_path))
     assert not any("BATCHING" in name for name in env)
 
