@@ -1,6 +1,6 @@
 """The runner's batching (docs/batching.md): which versions batch and with which parameters,
-one :class:`~.batching.BatchScheduler` per set of parameters, and the counts the workers'
-metrics read.
+their schedulers (:class:`~.batchers.Batchers`: one per set of parameters), and the counts
+the workers' metrics read.
 
 A version batches when the server's rule says so (``PREDICT_BATCHING``, the per-model
 ``batching_params.pbtxt``, a model entry's ``batching``), decided when it loads from the
@@ -13,9 +13,7 @@ part of its parameters), so one caller never receives another's rows.
 from __future__ import annotations
 
 import json
-import logging
 import os
-import threading
 from typing import Any, Callable, Mapping, Sequence
 
 import numpy as np
@@ -23,10 +21,10 @@ import numpy as np
 from ..errors import ModelNotReady
 from ..types import ModelSpec, Tensor
 from .batch_stats import BatchStats
-from .batching import BatchKey, BatchScheduler
+from .batchers import Batchers
+from .batching import BatchKey
 from .batching_params import BatchingParameters, BatchingSettings
 
-logger = logging.getLogger(__name__)
 
 class Batching:
     """The schedulers of one runner."""
@@ -38,19 +36,16 @@ class Batching:
         self._find = find
         """The loaded version of a handle (the runner's entries), for a batch to run on."""
         self.stats = BatchStats()
-        self._schedulers: dict[BatchingParameters, BatchScheduler] = {}
-        self._lock = threading.Lock()
+        self.batchers = Batchers(self._run, self.stats)
 
     def parameters_for(self, path: str) -> BatchingParameters | None:
-        """What the version folder *path* batches with (``None``: each call runs alone)."""
+        """What the version folder *path* batches with (``None``: each call runs alone).
+
+        :raises ConfigError: its ``batching_params.pbtxt`` does not parse: the version does
+            not load, as in TF Serving."""
         folder = os.path.dirname(os.path.abspath(path))
         spec = next((s for s in self.specs if os.path.abspath(s.base_path) == folder), None)
-        try:
-            return self.settings.for_version(spec.batching if spec else None, path)
-        except Exception as exc:  # a broken batching_params.pbtxt: that version runs alone
-            logger.error("flask_predict runner: %s: batching parameters not read, its calls "
-                         "run one at a time: %s", path, exc)
-            return None
+        return self.settings.for_version(spec.batching if spec else None, path)
 
     def submit(self, parameters: BatchingParameters, handle: str, model: str, version: int,
                signature: str | None, outputs: Sequence[str] | None,
@@ -59,15 +54,7 @@ class Batching:
         key = BatchKey.of(model, version, signature or "", outputs or (),
                           {"handle": handle, "outputs": None if outputs is None
                            else list(outputs)})
-        return self._scheduler(parameters).submit(key, inputs, deadline)
-
-    def _scheduler(self, parameters: BatchingParameters) -> BatchScheduler:
-        with self._lock:
-            found = self._schedulers.get(parameters)
-            if found is None:
-                found = self._schedulers[parameters] = BatchScheduler(
-                    parameters, self._run, self.stats, name="runner-batch")
-            return found
+        return self.batchers.submit(parameters, key, inputs, deadline)
 
     def _run(self, key: BatchKey, inputs: dict[str, np.ndarray]) -> Mapping[str, Any]:
         detail = json.loads(key.parameters)
@@ -80,10 +67,7 @@ class Batching:
 
     def close(self) -> None:
         """TERM: no new request; the queued batches run now, then the threads end."""
-        with self._lock:
-            schedulers = list(self._schedulers.values())
-        for scheduler in schedulers:
-            scheduler.close(wait=True)
+        self.batchers.close()
 
     def report(self) -> dict[str, Any]:
         """The counts as JSON: histograms as ``[[le, cumulative count], ...]`` and sums."""
