@@ -8,6 +8,9 @@ from __future__ import annotations
 import json
 import os
 import random
+import signal
+import threading
+import time
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any, Iterator
@@ -30,10 +33,11 @@ def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[GunicornServer]
     params.write_text("max_batch_size { value: 64 }\nbatch_timeout_micros { value: 20000 }\n"
                       "max_enqueued_batches { value: 1000 }\nnum_batch_threads { value: 2 }\n")
     models = {"multi": {"base_path": os.fspath(export_multi(root / "multi"))}}
-    env = {"FLASK_PREDICT_BATCHING": "true",
+    env = {"FLASK_PREDICT_BATCHING": "true", "FLASK_PREDICT_POLL_SECONDS": "0.5",
            "FLASK_PREDICT_BATCHING_PARAMETERS_FILE": os.fspath(params)}
     with GunicornServer(models, workers=4, env=env, timeout=240,
                         log_path=root / "server.log") as running:
+        running.root = root  # type: ignore[attr-defined]
         yield running
 
 
@@ -48,7 +52,7 @@ def ask(server: GunicornServer, case: int) -> tuple[int, Any, Any]:
         body: dict[str, Any] = {"signature_name": "scale", "instances": xs}
         status, _, data = request("POST", server.url + "/v1/models/multi:predict", body=body,
                                   timeout=60)
-        return status, {"predictions": [3 * x for x in xs]}, json.loads(data)
+        return status, {"predictions": [3 * x for x in xs]}, json.loads(data) if data else None
     # V2 with requested outputs: two of four, or one
     texts = [f"c{case}r{i}" for i in range(rows)]
     wanted = ["doubled", "upper"] if kind == 0 else ["rounded"]
@@ -59,7 +63,7 @@ def ask(server: GunicornServer, case: int) -> tuple[int, Any, Any]:
               "rounded": [round(x) for x in xs]}
     status, _, data = request("POST", server.url + "/v2/models/multi/infer", body=body,
                               timeout=60)
-    answer = json.loads(data)
+    answer = json.loads(data) if data else None
     if status == 200:
         answer = {out["name"]: out["data"] for out in answer["outputs"]}
     return status, {name: values[name] for name in wanted}, answer
@@ -98,3 +102,70 @@ def test_a_request_larger_than_a_batch_is_refused(server: GunicornServer) -> Non
                               body={"signature_name": "scale", "instances": [1.0] * 65})
     assert status == 400
     assert json.loads(data) == {"error": "Task size 65 is larger than maximum batch size 64"}
+
+
+def burst(server: GunicornServer, answers: list[tuple[int, Any, Any]],
+          stop: threading.Event) -> list[threading.Thread]:
+    def caller(first: int) -> None:
+        case = first
+        while not stop.is_set():
+            answers.append(ask(server, case))
+            case += 12
+
+    threads = [threading.Thread(target=caller, args=(n,)) for n in range(12)]
+    for thread in threads:
+        thread.start()
+    return threads
+
+
+def test_a_version_swap_in_the_middle_of_a_burst(server: GunicornServer) -> None:
+    """Version 2 rolls out while 12 callers send: every answer is right, none fails."""
+    answers: list[tuple[int, Any, Any]] = []
+    stop = threading.Event()
+    threads = burst(server, answers, stop)
+    try:
+        while len(answers) < 40:
+            time.sleep(0.05)
+        root: Path = server.root  # type: ignore[attr-defined]
+        export_multi(root / ".staging", 2)
+        (root / ".staging" / "2").rename(root / "multi" / "2")
+
+        def version_two() -> bool:
+            status, _, data = request("POST", server.url + "/v2/models/multi/infer", body={
+                "inputs": [{"name": "x", "datatype": "FP32", "shape": [1], "data": [1.0]},
+                           {"name": "s", "datatype": "BYTES", "shape": [1], "data": ["a"]}]})
+            return status == 200 and json.loads(data)["model_version"] == "2"
+
+        deadline = time.monotonic() + 240
+        while not all(version_two() for _ in range(8)):
+            assert time.monotonic() < deadline, "no version 2 in every worker"
+            time.sleep(0.1)
+        settled = len(answers)
+        while len(answers) < settled + 40:
+            time.sleep(0.05)
+    finally:
+        stop.set()
+        for thread in threads:
+            thread.join()
+    for status, expected, answer in answers:
+        assert status == 200 and close(answer, expected), (answer, expected)
+
+
+def test_term_with_batches_queued(server: GunicornServer) -> None:
+    """TERM while callers keep the batches full: every request the server took is
+    answered whole (the workers finish theirs, the runner runs what is queued), none fails."""
+    answers: list[tuple[int, Any, Any]] = []
+    stop = threading.Event()
+    threads = burst(server, answers, stop)
+    while len(answers) < 40:
+        time.sleep(0.05)
+    assert server.process is not None
+    server.process.send_signal(signal.SIGTERM)
+    server.process.wait(120)
+    stop.set()
+    for thread in threads:
+        thread.join()
+    taken = [(status, expected, answer) for status, expected, answer in answers if status]
+    assert len(taken) >= 40
+    for status, expected, answer in taken:
+        assert status == 200 and close(answer, expected), (answer, expected)
