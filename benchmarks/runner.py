@@ -16,7 +16,7 @@ throughput at 16 connections (``wrk``), and 10,000-row requests (median latency)
 are against ``in_worker`` in the same run (the machines are noisy).
 
     .venv/bin/python benchmarks/runner.py [--workers 1 4 8] [--modes in_worker runner
-        runner+batching] [--seconds 5] [--no-wrk]
+        runner+batching] [--seconds 5] [--no-wrk] [--hidden 7000]
 """
 
 from __future__ import annotations
@@ -46,7 +46,7 @@ HIDDEN = 512
 PATH = "/v1/models/mlp:predict"
 
 
-def export_mlp(base: Path) -> None:
+def export_mlp(base: Path, hidden: int = HIDDEN) -> None:
     """``base/1``: the MLP as a TF2 SavedModel, exported in a child process (this one never
     imports TensorFlow)."""
     code = f"""
@@ -54,9 +54,9 @@ import numpy as np, tensorflow as tf
 rng = np.random.default_rng(7)
 class MLP(tf.Module):
     def __init__(self):
-        self.w1 = tf.Variable(rng.normal(size=({WIDTH}, {HIDDEN})).astype(np.float32) * 0.1)
-        self.w2 = tf.Variable(rng.normal(size=({HIDDEN}, {HIDDEN})).astype(np.float32) * 0.05)
-        self.w3 = tf.Variable(rng.normal(size=({HIDDEN}, 1)).astype(np.float32) * 0.05)
+        self.w1 = tf.Variable(rng.normal(size=({WIDTH}, {hidden})).astype(np.float32) * 0.1)
+        self.w2 = tf.Variable(rng.normal(size=({hidden}, {hidden})).astype(np.float32) * 0.05)
+        self.w3 = tf.Variable(rng.normal(size=({hidden}, 1)).astype(np.float32) * 0.05)
     @tf.function(input_signature=[tf.TensorSpec([None, {WIDTH}], tf.float32, name="x")])
     def serve(self, x):
         h = tf.nn.relu(x @ self.w1)
@@ -118,13 +118,15 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--workers", type=int, nargs="*", default=[1, 4, 8],
                         help="worker counts for the memory rows (none: skip them)")
-    parser.add_argument("--modes", nargs="+", default=["in_worker", "runner", "runner+batching"],
-                        help="the modes of the traffic rows, at 4 workers")
+    parser.add_argument("--modes", nargs="*", default=["in_worker", "runner", "runner+batching"],
+                        help="the modes of the traffic rows, at 4 workers (none: skip them)")
+    parser.add_argument("--hidden", type=int, default=HIDDEN,
+                        help="the hidden layers' width (7000: about 200 MB of weights)")
     parser.add_argument("--seconds", type=float, default=5.0)
     parser.add_argument("--no-wrk", action="store_true")
     args = parser.parse_args()
     folder = Path(tempfile.mkdtemp(prefix="runner-bench-"))
-    export_mlp(folder / "mlp")
+    export_mlp(folder / "mlp", args.hidden)
     params = folder / "batching.txt"
     params.write_text("max_batch_size { value: 32 }\nbatch_timeout_micros { value: 1000 }\n"
                       "max_enqueued_batches { value: 100 }\nnum_batch_threads { value: 2 }\n")
