@@ -138,6 +138,14 @@ class ModelNotReady(PredictError):
     log_traceback = False
 
 
+class Unavailable(PredictError):
+    """The server cannot take the request now, and may later: a full batch queue, a
+    scheduler shutting down (HTTP 503, gRPC ``UNAVAILABLE``). Logged as one line."""
+
+    code = Code.UNAVAILABLE
+    log_traceback = False
+
+
 class Unimplemented(PredictError):
     """The model does not support this kind of request (HTTP 501)."""
 

@@ -15,6 +15,7 @@ from .runtime import resources as runtime
 from .core.assembly import assemble
 from .core.state import EXTENSION_KEY
 from .models.plugins import check_predictor_class, load_predictor_class
+from .models.runner_client import runner_loader, runner_lookup, runner_readiness
 from .models.sharing import inherited
 from .openapi.view import bp as openapi
 from .predictor import Predictor
@@ -58,8 +59,17 @@ class FlaskPredict:
         settings = read_settings(app.config)
         if settings.process.manage:
             runtime.prepare_process(settings.process.threads, settings.process.gpus, settings.process.worker_index)
-        state = assemble(settings, app.config.get("PREDICT_MODELS"), self.predictor_class,
-                         inherited(), start=False)
+        # under the packaged server, the plugins that cannot be forked run in the runner
+        lookup, runner = runner_lookup(self.predictor_class, settings.process.worker_index)
+        load = runner_loader(self.predictor_class) if runner is not None else None
+        state = assemble(settings, app.config.get("PREDICT_MODELS"), lookup, inherited(),
+                         start=False, load=load)
+        if runner is not None:
+            state.service.ready_checks.append(runner_readiness(runner, state.service))
+            if state.metrics is not None:
+                from .observability.runner_metrics import RunnerCollector
+
+                state.metrics.registry.register(RunnerCollector())
         app.extensions[EXTENSION_KEY] = state
         for protocol in descriptors(settings.protocols):
             app.register_blueprint(protocol.load_blueprint(),

@@ -125,6 +125,14 @@ class ModelSpec:
     payload_log: Any = None
     """The model's ``payload_log`` entry as configured (``None``: the server-wide payload
     log; read by :mod:`flask_predict.settings.payload_log`)."""
+    batching: Any = None
+    """The model's ``batching`` entry as read: its own ``BatchingParameters``, true (the
+    server's), false (never batched), or ``None`` (the server's rule); see
+    :mod:`flask_predict.runner.batching_params`."""
+    runner: bool = True
+    """Under the packaged server, whether versions of a plugin whose manifest says
+    ``runner`` load in the runner (the default); false: in each worker, as before
+    (:mod:`flask_predict.models.runner_client`)."""
 
     def serves(self, versions: Iterable[int]) -> set[int]:
         """The versions of *versions* its policy serves, and those its labels or default

@@ -21,8 +21,9 @@ import os
 import sys
 from typing import Mapping, NoReturn, Sequence
 
+from ..errors import ConfigError, closest
+from ..runner.batching_params import read_batching_parameters_file
 from ..storage.uri import is_remote
-from ..errors import closest
 
 GUNICORN_CONFIG = "python:flask_predict.gunicorn_config"
 APP = "flask_predict.wsgi:app"
@@ -36,9 +37,8 @@ MODEL_VARIABLES = ("FLASK_PREDICT_MODELS", "FLASK_PREDICT_MODEL_CONFIG_FILE", "M
 """Where the environment names models; model flags replace all of them."""
 
 UNSUPPORTED_TF_SERVING_FLAGS = frozenset({
-    "allow_version_labels_for_unavailable_models", "batching_parameters_file",
-    "enable_batching", "enable_grpc_healthcheck_service", "enable_model_warmup",
-    "enable_per_model_batching_parameters", "enable_profiler",
+    "allow_version_labels_for_unavailable_models",
+    "enable_grpc_healthcheck_service", "enable_model_warmup", "enable_profiler",
     "enable_signature_method_name_check", "flush_filesystem_caches",
     "grpc_channel_arguments", "grpc_max_threads", "grpc_socket_path",
     "load_retry_interval_micros", "max_num_load_retries", "mixed_precision",
@@ -111,6 +111,21 @@ def add_arguments(parser: argparse.ArgumentParser, environ: Mapping[str, str]) -
                              help="threads per worker for every native pool "
                                   "(PREDICT_THREADS; default: 0, cores / workers)")
 
+    batching = parser.add_argument_group(
+        "batching (as tensorflow_model_server), in the runner that holds the models a fork "
+        "cannot share")
+    batching.add_argument("--enable_batching", type=flag_value, nargs="?", const=True,
+                          metavar="BOOL", help="batch the workers' requests to each model "
+                          "(FLASK_PREDICT_BATCHING; default: false)")
+    batching.add_argument("--batching_parameters_file", metavar="FILE",
+                          help="TF Serving's text-format BatchingParameters "
+                               "(FLASK_PREDICT_BATCHING_PARAMETERS_FILE; default: TF "
+                               "Serving's defaults)")
+    batching.add_argument("--enable_per_model_batching_parameters", type=flag_value,
+                          nargs="?", const=True, metavar="BOOL",
+                          help="each version folder's batching_params.pbtxt instead "
+                               "(FLASK_PREDICT_PER_MODEL_BATCHING_PARAMETERS; default: false)")
+
     server = parser.add_argument_group("server (gunicorn)")
     server.add_argument("--workers", type=int, metavar="N",
                         default=environ.get("WEB_CONCURRENCY") or "2",  # argparse converts
@@ -126,6 +141,15 @@ def add_arguments(parser: argparse.ArgumentParser, environ: Mapping[str, str]) -
                         type=str.upper,
                         help="gunicorn's and flask_predict's log level (default: $LOG_LEVEL, "
                              "else INFO; now %(default)s)")
+
+
+def flag_value(text: str) -> bool:
+    """A boolean flag's value, as TF Serving's flags take it (``--enable_batching=false``)."""
+    if text.lower() in ("true", "1", "t", "yes"):
+        return True
+    if text.lower() in ("false", "0", "f", "no"):
+        return False
+    raise argparse.ArgumentTypeError(f"expected true or false, got {text!r}")
 
 
 def unknown_flags_message(unknown: Sequence[str], command: str = "serve",
@@ -179,6 +203,7 @@ def server_command(args: argparse.Namespace,
     if threads is not None:
         env["FLASK_PREDICT_THREADS"] = str(threads)
     env["LOG_LEVEL"] = args.log_level
+    env.update(_batching_environment(args))
 
     command = [sys.executable, "-m", "gunicorn", "-c", GUNICORN_CONFIG]
     for bind in binds:
@@ -211,6 +236,25 @@ def _model_environment(args: argparse.Namespace, environ: Mapping[str, str]) -> 
     if not is_remote(base):
         base = os.path.abspath(base)
     return {"FLASK_PREDICT_MODELS": json.dumps({name: {"base_path": base}})}
+
+
+def _batching_environment(args: argparse.Namespace) -> dict[str, str]:
+    """``FLASK_PREDICT_*`` for the batching flags; a parameters file is checked here, so a
+    bad one stops the command before gunicorn starts."""
+    env = {}
+    if args.enable_batching is not None:
+        env["FLASK_PREDICT_BATCHING"] = json.dumps(args.enable_batching)
+    if args.enable_per_model_batching_parameters is not None:
+        env["FLASK_PREDICT_PER_MODEL_BATCHING_PARAMETERS"] = json.dumps(
+            args.enable_per_model_batching_parameters)
+    if args.batching_parameters_file:
+        try:
+            read_batching_parameters_file(args.batching_parameters_file)
+        except ConfigError as exc:
+            raise UsageError(f"--batching_parameters_file: {exc.message}")
+        env["FLASK_PREDICT_BATCHING_PARAMETERS_FILE"] = os.path.abspath(
+            args.batching_parameters_file)
+    return env
 
 
 def _same(what: str, values: Mapping[str, float | None]) -> float | None:

@@ -30,7 +30,7 @@ from .state import PredictState
 
 def assemble(settings: Settings, models: Any = None,
              lookup: PredictorLookup = load_predictor_class, shelf: Shelf | None = None,
-             start: bool = True, warm: bool = True) -> PredictState:
+             start: bool = True, warm: bool = True, load: Loader | None = None) -> PredictState:
     """The core of one app, from *settings* (:func:`flask_predict.settings.config.read_settings`).
 
     *models* is the raw ``PREDICT_MODELS`` value (the watcher re-reads the config file, not
@@ -39,6 +39,7 @@ def assemble(settings: Settings, models: Any = None,
     here, and one that does not load raises :class:`~flask_predict.models.startup.StartFailed`;
     with it, the watcher loads them on its thread (started here unless *start* is false).
     *warm* false skips the warm-up requests (a process that forks its workers afterwards).
+    *load* loads one version (default: the class's ``from_path``).
     """
     metrics = None
     if settings.observability.metrics:
@@ -53,7 +54,7 @@ def assemble(settings: Settings, models: Any = None,
         settings.models, models, settings.model_config_file,
         settings.loading.poll_seconds if watched else None, lookup,
         listener=metrics.model_event if metrics else None, shelf=shelf,
-        load_first=background, unloaded=unloaded, warm=warm)
+        load_first=background, unloaded=unloaded, warm=warm, load=load)
     repository.serve_the_rest = not settings.loading.exit_on_error
     if not background:  # a model that does not load raises here
         skipped = unloaded.read() if unloaded is not None else frozenset()

@@ -56,6 +56,12 @@ class Manifest:
     mlflow_flavors: frozenset[str] = frozenset()
     """The MLflow flavors the plugin loads from an MLflow model folder's own files
     (:mod:`.mlmodel`, :meth:`~flask_predict.Predictor.from_mlflow`)."""
+    runner: bool = False
+    """Whether, under the packaged gunicorn server, the versions this plugin loads run in the
+    runner process (:mod:`flask_predict.runner`): its framework cannot be forked (TensorFlow,
+    ONNX Runtime), so it loads once per machine or GPU there and no worker imports it. Its
+    predictor must take concurrent calls and answer through the tensor door,
+    ``classify`` and ``regress`` (the contract's defaults over them run in the worker)."""
 
     def shares(self, options: Mapping[str, Any]) -> bool:
         """Whether a model with *options* is loaded once per machine."""

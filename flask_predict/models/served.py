@@ -244,4 +244,4 @@ class Shelf:
 
 def artifact_key(spec: ModelSpec) -> tuple[object, ...]:
     """What makes two configurations of a model load the same files the same way."""
-    return spec.base_path, spec.predictor, sorted(spec.options.items(), key=str)
+    return spec.base_path, spec.predictor, sorted(spec.options.items(), key=str), spec.runner

@@ -26,6 +26,7 @@ from ..models.sharing import MasterModels
 from ..settings.app import read_settings
 from ..settings.environ import server_config
 from .rolling import Rollout, WorkerPool
+from .runners import Runners
 from .server import STATE_DIR_VARIABLE, WORKER_BOOT_ERROR, ready_marks
 from .server_logs import route_logs
 
@@ -35,6 +36,7 @@ STOP_SIGNALS = (signal.SIGTERM, signal.SIGINT, signal.SIGQUIT)
 
 _pool: WorkerPool | None = None
 _models: MasterModels | None = None
+_runners: Runners | None = None
 
 
 def start(arbiter: Any) -> None:
@@ -45,6 +47,7 @@ def start(arbiter: Any) -> None:
     if marks is not None:
         _pool = WorkerPool(arbiter, marks)
     import_worker_modules()
+    start_runners()
     share_models(arbiter)
 
 
@@ -59,6 +62,20 @@ def import_worker_modules() -> None:
 
     for protocol in descriptors():
         protocol.load_blueprint()
+
+
+def start_runners() -> None:
+    """Start the runners (:mod:`flask_predict.process.runners`) before any worker forks,
+    unless ``PREDICT_RUNNER`` is off or no model is configured: one per GPU the workers
+    would use, else one for the machine."""
+    global _runners
+    settings = read_settings(server_config())
+    if not settings.loading.runner or not (settings.models or settings.model_config_file):
+        return
+    gpus = settings.process.gpus if settings.process.gpus is not None \
+        else runtime.detected_gpus()
+    _runners = Runners(os.environ[STATE_DIR_VARIABLE], gpus)
+    _runners.start()
 
 
 def share_models(arbiter: Any) -> None:
@@ -152,6 +169,9 @@ def worker_gone(arbiter: Any, worker: Any) -> None:
 
 
 def stopped(arbiter: Any) -> None:
-    """gunicorn's ``on_exit``, every worker gone: close what the master loaded."""
+    """gunicorn's ``on_exit``, every worker gone: close what the master loaded, stop the
+    runners (each finishes its calls first)."""
     if _models is not None:
         _models.close_all()
+    if _runners is not None:
+        _runners.stop(float(getattr(arbiter.cfg, "graceful_timeout", 30)))

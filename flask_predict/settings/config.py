@@ -16,6 +16,7 @@ from typing import Any, Iterable, Mapping
 from ..request.descriptor import Section
 from ..errors import ConfigError, closest, did_you_mean
 from .payload_log import DEFAULTS as PAYLOAD_LOG_DEFAULTS
+from ..runner.batching_params import BATCHING_DEFAULTS, BatchingSettings, read_batching
 from ..storage import CACHE_VARIABLE, cache_root
 from ..types import Limits, ModelSpec
 from .model_config import load_models
@@ -52,6 +53,7 @@ DEFAULTS: dict[str, Any] = {
     "PREDICT_LOAD_IN_BACKGROUND": False,
     "PREDICT_LOAD_WAIT_SECONDS": 30.0,
     "PREDICT_SHARED_MODELS": True,
+    "PREDICT_RUNNER": True,
     "PREDICT_EXIT_ON_LOAD_ERROR": True,
     "PREDICT_GRPC_PORT": None,
     "PREDICT_GRPC_HOST": "0.0.0.0",
@@ -72,6 +74,7 @@ DEFAULTS: dict[str, Any] = {
     "PREDICT_OPENAPI_ROUTE": None,
     "PREDICT_TRACING": None,
     **PAYLOAD_LOG_DEFAULTS,
+    **BATCHING_DEFAULTS,
 }
 """Every core key with its default (each protocol adds its own section's keys).
 ``docs/configuration.md`` has one entry per key."""
@@ -113,6 +116,8 @@ class Settings:
     pages: PageSettings
     sections: Mapping[str, Any] = field(default_factory=dict)
     """Each protocol's own settings, by protocol name, as its ``Section`` read them."""
+    batching: BatchingSettings = field(default_factory=BatchingSettings)
+    """``PREDICT_BATCHING*``: what the runner batches (:mod:`flask_predict.runner`)."""
 
     def model(self, name: str) -> ModelSpec | None:
         return next((spec for spec in self.models if spec.name == name), None)
@@ -176,6 +181,7 @@ def settings_from(config: Mapping[str, Any], protocols: Mapping[str, Section | N
         pages=read_pages(values),
         sections={name: section.read(values, models)
                   for name, section in protocol_sections.items()},
+        batching=read_batching(values),
     )
 
 

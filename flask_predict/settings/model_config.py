@@ -10,13 +10,14 @@ from pathlib import Path
 from typing import Any, Mapping
 
 from ..errors import ConfigError
+from ..runner.batching_params import model_batching
 from ..storage import resolve
 from ..types import ModelSpec, VersionPolicy
 from .values import number_value, timeout_value
 
 MODEL_KEYS = frozenset({"base_path", "predictor", "version_policy", "version_labels", "versions",
                "default_version", "model_platform", "options", "timeout_seconds",
-               "payload_log"})
+               "payload_log", "batching", "runner"})
 """Keys of a model's entry that are not options for its plugin."""
 
 
@@ -118,6 +119,8 @@ def _model_spec(name: str, entry: Any, base_dir: Path | None, origin: str) -> Mo
         default_version=default,
         timeout_seconds=timeout_value(entry.get("timeout_seconds"), f"{where}: timeout_seconds"),
         payload_log=entry.get("payload_log"),
+        batching=model_batching(entry.get("batching"), where),
+        runner=_runner(entry.get("runner", True), where),
     )
     # a remote path: only the versions its policy serves are downloaded
     base_path = Path(os.path.expanduser(resolve(str(entry["base_path"]), spec.serves)))
@@ -126,6 +129,12 @@ def _model_spec(name: str, entry: Any, base_dir: Path | None, origin: str) -> Mo
     if not base_path.is_dir():
         raise ConfigError(f"{where}: base_path {str(base_path)!r} is not a directory")
     return replace(spec, base_path=str(base_path.resolve()))
+
+
+def _runner(value: Any, where: str) -> bool:
+    if not isinstance(value, bool):
+        raise ConfigError(f"{where}: 'runner' must be true or false, got {value!r}")
+    return value
 
 
 def parse_version_policy(policy: Any, where: str) -> VersionPolicy:

@@ -54,6 +54,10 @@ class LoadingSettings:
     exit_on_error: bool
     """A model that does not load at start stops the server (:mod:`flask_predict.models.startup`);
     false serves the models that loaded."""
+    runner: bool
+    """Under gunicorn with flask-predict's settings: run the versions of the plugins that
+    cannot be forked (TensorFlow, ONNX Runtime) in one runner process per machine or GPU
+    (:mod:`flask_predict.runner`); false: each worker loads its own, as before."""
 
 
 @dataclass(frozen=True)
@@ -143,7 +147,8 @@ def read_loading(values: Mapping[str, Any]) -> LoadingSettings:
         in_background=bool_value(values, "PREDICT_LOAD_IN_BACKGROUND"),
         shared_models=bool_value(values, "PREDICT_SHARED_MODELS"),
         wait_seconds=number_value(values, "PREDICT_LOAD_WAIT_SECONDS", float, minimum=0),
-        exit_on_error=bool_value(values, "PREDICT_EXIT_ON_LOAD_ERROR"))
+        exit_on_error=bool_value(values, "PREDICT_EXIT_ON_LOAD_ERROR"),
+        runner=bool_value(values, "PREDICT_RUNNER"))
 
 
 def read_grpc(values: Mapping[str, Any]) -> GrpcSettings:

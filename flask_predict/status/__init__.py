@@ -17,6 +17,7 @@ from flask import Blueprint, render_template
 from flask.typing import ResponseReturnValue
 
 from ..core.state import PredictState
+from ..models.runner_client import read_board
 from ..models.served import ServedModel
 from ..observability.traffic import Snapshot, Totals
 from ..request.protocol_table import descriptors
@@ -39,7 +40,7 @@ def page() -> ResponseReturnValue:
                            protocols=[protocol.name for protocol in served],
                            try_requests={protocol.name: vars(protocol.try_request)
                                          for protocol in served},
-                           prefix=state.settings.url_prefix,
+                           prefix=state.settings.url_prefix, runners=read_board(),
                            metrics=state.metrics is not None)
 
 
@@ -51,6 +52,7 @@ def status_json() -> ResponseReturnValue:
     return json_response({"server": state.settings.process.server_name,
                           "time": snapshot.time if snapshot else None,
                           "workers": snapshot.workers if snapshot else None,
+                          "runners": read_board(),
                           "models": describe(state, snapshot)})
 
 

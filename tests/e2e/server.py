@@ -147,9 +147,35 @@ class CliServer(GunicornServer):
 
 
 def children(pid: int) -> set[int]:
-    """The pids of process *pid*'s children (a gunicorn master's workers)."""
-    with open(f"/proc/{pid}/task/{pid}/children") as file:
-        return {int(child) for child in file.read().split()}
+    """The pids of process *pid*'s children (a gunicorn master's workers; its runners,
+    :func:`runners`, left out)."""
+    return all_children(pid) - runners(pid)
+
+
+def all_children(pid: int) -> set[int]:
+    """Every child of *pid*, whichever of its threads started it (the master starts a
+    runner again from a thread of its own)."""
+    found: set[int] = set()
+    for task in os.listdir(f"/proc/{pid}/task"):
+        try:
+            with open(f"/proc/{pid}/task/{task}/children") as file:
+                found.update(int(child) for child in file.read().split())
+        except OSError:
+            continue
+    return found
+
+
+def runners(pid: int) -> set[int]:
+    """The pids of the runner processes (``python -m flask_predict.runner``) of master *pid*."""
+    found = set()
+    for child in all_children(pid):
+        try:
+            with open(f"/proc/{child}/cmdline", "rb") as file:
+                if b"flask_predict.runner" in file.read().split(b"\0"):
+                    found.add(child)
+        except OSError:
+            continue
+    return found
 
 
 def worker_pids(server: GunicornServer, want: int, timeout: float = 60,

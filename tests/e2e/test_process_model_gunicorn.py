@@ -140,8 +140,9 @@ def master_maps(server: GunicornServer) -> str:
 @pytest.mark.tensorflow
 def test_a_version_in_another_framework_loads_in_the_workers(tmp_path: Path) -> None:
     """Version 1 scikit-learn (the master's), version 2 a TensorFlow SavedModel: the master
-    never imports TensorFlow, every worker loads version 2 itself and answers, also after a
-    reload and a worker's death (workers forked from that master do not hang)."""
+    never imports TensorFlow, every worker serves version 2 (loaded in the runner) and
+    answers, also after a reload and a worker's death (workers forked from that master do
+    not hang)."""
     root = tmp_path / "models"
     train_iris(root / "mixed")
     models = {"mixed": {"base_path": str(root / "mixed")}}

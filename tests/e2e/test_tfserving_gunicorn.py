@@ -11,7 +11,7 @@ from typing import Any
 
 import pytest
 
-from tests.e2e.server import GunicornServer, request, worker_pids
+from tests.e2e.server import GunicornServer, request, runners, worker_pids
 
 pytest.importorskip("flask_predict_tensorflow")
 
@@ -78,7 +78,11 @@ def test_both_workers_serve_tensorflow(server: GunicornServer) -> None:
         answers = list(pool.map(lambda _: call(server, "POST", "/v1/models/half_plus_two:predict",
                                                {"instances": [1.0, 2.0, 5.0]}), range(40)))
     assert answers == [(200, {"predictions": [2.5, 3.0, 4.5]})] * 40
-    assert all(loaded_tensorflow(pid) for pid in pids)
+    # TensorFlow runs in the runners (one per GPU of PREDICT_GPUS), never in a worker
+    assert server.process is not None
+    assert not any(loaded_tensorflow(pid) for pid in pids)
+    hosts = runners(server.process.pid)
+    assert len(hosts) == 2 and all(loaded_tensorflow(pid) for pid in hosts)
 
 
 def test_models_are_not_loaded_in_the_master(server: GunicornServer) -> None:

@@ -18,6 +18,6 @@ def detect(model_dir: str, options: Mapping[str, Any]) -> float:
 
 
 MANIFEST = Manifest(options=frozenset({"outputs", "intra_op_num_threads"}), detect=detect,
-                    mlflow_flavors=frozenset({"onnx"}))
-"""Not shared: each worker creates its own session after the fork, its thread pools sized
-to the worker."""
+                    mlflow_flavors=frozenset({"onnx"}), runner=True)
+"""Not shared by fork: under the packaged server its sessions live in the runner process
+(one per machine or GPU); embedded, each process creates its own."""

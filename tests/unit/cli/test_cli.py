@@ -59,10 +59,10 @@ def test_console_script_is_installed_and_lists_every_flag_with_defaults() -> Non
 
 def test_unknown_flags_fail_naming_each(capsys: pytest.CaptureFixture[str]) -> None:
     status, out, err = run_main(capsys, "serve", "--model_name", "m", "--colour=blue",
-                                "--enable_batching", "stray")
+                                "--monitoring_config_file=m", "stray")
     assert status == 2 and out == ""
     assert "unknown flag --colour" in err
-    assert "--enable_batching is a tensorflow_model_server flag that flask-predict does " \
+    assert "--monitoring_config_file is a tensorflow_model_server flag that flask-predict does " \
            "not support" in err
     assert "unexpected argument 'stray'" in err
     status, _, err = run_main(capsys, "check", "somewhere", "--recursive")
