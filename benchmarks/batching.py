@@ -30,7 +30,7 @@ import numpy as np
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from flask_predict.runner.batching import BatchKey, BatchScheduler  # noqa: E402
-from flask_predict.runner.batching_params import BatchingParameters  # noqa: E402
+from flask_predict.settings.batching import BatchingParameters  # noqa: E402
 
 KEY = BatchKey.of("mlp", 1, "serving_default")
 rng = np.random.default_rng(0)

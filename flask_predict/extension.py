@@ -67,7 +67,7 @@ class FlaskPredict:
         if runner is not None:
             state.service.ready_checks.append(runner_readiness(runner, state.service))
             if state.metrics is not None:
-                from .observability.runner_metrics import RunnerCollector
+                from .models.runner_metrics import RunnerCollector
 
                 state.metrics.registry.register(RunnerCollector())
         app.extensions[EXTENSION_KEY] = state

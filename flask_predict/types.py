@@ -128,7 +128,7 @@ class ModelSpec:
     batching: Any = None
     """The model's ``batching`` entry as read: its own ``BatchingParameters``, true (the
     server's), false (never batched), or ``None`` (the server's rule); see
-    :mod:`flask_predict.runner.batching_params`."""
+    :mod:`flask_predict.settings.batching`."""
     runner: bool = True
     """Under the packaged server, whether versions of a plugin whose manifest says
     ``runner`` load in the runner (the default); false: in each worker, as before

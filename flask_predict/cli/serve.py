@@ -22,7 +22,7 @@ import sys
 from typing import Mapping, NoReturn, Sequence
 
 from ..errors import ConfigError, closest
-from ..runner.batching_params import read_batching_parameters_file
+from ..settings.batching import read_batching_parameters_file
 from ..storage.uri import is_remote
 
 GUNICORN_CONFIG = "python:flask_predict.gunicorn_config"

@@ -30,7 +30,8 @@ from ..runtime import deadline
 from ..request.record import current_request
 from ..errors import DeadlineExceeded, ModelNotReady
 from ..predictor import Predictor
-from ..runner import describe, wire
+from . import runner_describe as describe
+from . import runner_wire as wire
 from ..types import Classification, Example, ModelMetadata, ModelSpec, Tensor
 from .plugins import Manifest, manifests
 

@@ -13,7 +13,7 @@ import sys
 import threading
 from types import FrameType
 
-from ..core import runtime
+from ..runtime import resources as runtime
 from ..observability.logs import use_json
 from ..settings.app import read_settings
 from ..settings.config import Settings

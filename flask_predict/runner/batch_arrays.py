@@ -10,7 +10,7 @@ from typing import Any, Mapping, Sequence
 import numpy as np
 
 from ..errors import FailedPrecondition, InvalidInput
-from .batching_params import BatchingParameters
+from ..settings.batching import BatchingParameters
 
 Arrays = Mapping[str, np.ndarray]
 

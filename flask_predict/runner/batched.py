@@ -23,7 +23,7 @@ from ..types import ModelSpec, Tensor
 from .batch_stats import BatchStats
 from .batchers import Batchers
 from .batching import BatchKey
-from .batching_params import BatchingParameters, BatchingSettings
+from ..settings.batching import BatchingParameters, BatchingSettings
 
 
 class Batching:

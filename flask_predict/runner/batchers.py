@@ -9,7 +9,7 @@ import numpy as np
 
 from .batch_arrays import Arrays
 from .batching import BatchKey, BatchObserver, BatchScheduler, RunBatch
-from .batching_params import BatchingParameters
+from ..settings.batching import BatchingParameters
 
 
 class Batchers:

@@ -34,7 +34,7 @@ import numpy as np
 
 from ..errors import DeadlineExceeded, InvalidInput, Unavailable
 from .batch_arrays import Arrays, merge_inputs, split_outputs, task_rows
-from .batching_params import BatchingParameters
+from ..settings.batching import BatchingParameters
 
 EXPIRED = "the request's deadline passed while it waited for a batch"
 

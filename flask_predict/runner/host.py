@@ -34,9 +34,10 @@ from ..models.served import close_predictor
 from ..models.warmup import warm_up
 from ..predictor import Predictor
 from ..types import Tensor
-from . import describe, wire
+from ..models import runner_describe as describe
+from ..models import runner_wire as wire
 from .batched import Batching
-from .batching_params import BatchingParameters
+from ..settings.batching import BatchingParameters
 
 logger = logging.getLogger(__name__)
 

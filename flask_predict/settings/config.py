@@ -16,7 +16,7 @@ from typing import Any, Iterable, Mapping
 from ..request.descriptor import Section
 from ..errors import ConfigError, closest, did_you_mean
 from .payload_log import DEFAULTS as PAYLOAD_LOG_DEFAULTS
-from ..runner.batching_params import BATCHING_DEFAULTS, BatchingSettings, read_batching
+from .batching import BATCHING_DEFAULTS, BatchingSettings, read_batching
 from ..storage import CACHE_VARIABLE, cache_root
 from ..types import Limits, ModelSpec
 from .model_config import load_models

@@ -10,7 +10,7 @@ from pathlib import Path
 from typing import Any, Mapping
 
 from ..errors import ConfigError
-from ..runner.batching_params import model_batching
+from .batching import model_batching
 from ..storage import resolve
 from ..types import ModelSpec, VersionPolicy
 from .values import number_value, timeout_value

@@ -23,8 +23,8 @@ from pathlib import Path
 from typing import Any, Mapping
 
 from ..errors import ConfigError
-from ..settings.tfserving_config import parse_text
-from ..settings.values import bool_value
+from .tfserving_config import parse_text
+from .values import bool_value
 
 PER_MODEL_FILE = "batching_params.pbtxt"
 """The file in a version folder that ``--enable_per_model_batching_parameters`` reads."""

@@ -11,13 +11,13 @@ from pathlib import Path
 import pytest
 
 from flask_predict.errors import ConfigError
-from flask_predict.runner.batching_params import (PER_MODEL_FILE, BatchingParameters,
+from flask_predict.settings.batching import (PER_MODEL_FILE, BatchingParameters,
                                                   BatchingSettings, from_mapping,
                                                   parse_batching_parameters,
                                                   read_batching_parameters_file)
 from flask_predict.settings.app import read_settings
 from flask_predict.settings.environ import server_config
-from tests.unit.test_cli import command_for, run_main
+from tests.unit.cli.test_cli import command_for, run_main
 
 GUIDE_EXAMPLE = """
 max_batch_size { value: 128 }

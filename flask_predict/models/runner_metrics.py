@@ -11,7 +11,7 @@ from typing import Any, Iterator
 from prometheus_client.core import (CounterMetricFamily, GaugeMetricFamily,
                                     HistogramMetricFamily, Metric)
 
-from ..models.runner_client import RunnerClient, read_board, runner_sockets
+from .runner_client import RunnerClient, read_board, runner_sockets
 
 
 class RunnerCollector:

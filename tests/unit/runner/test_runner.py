@@ -19,7 +19,8 @@ from flask_predict import FlaskPredict, InvalidInput
 from flask_predict.errors import DeadlineExceeded, ModelNotReady, UnreadableModel
 from flask_predict.models import runner_client
 from flask_predict.models.runner_client import RunnerClient, RunnerPredictor, runner_lookup
-from flask_predict.runner import describe, wire
+from flask_predict.models import runner_describe as describe
+from flask_predict.models import runner_wire as wire
 from flask_predict.runner.host import Runner
 from tests.onnx_models import TYPES, every_type, torch_like, type_values
 
@@ -222,7 +223,7 @@ def test_an_embedding_app_loads_in_its_own_process(onnx_folders: dict[str, Path]
 def test_concurrent_callers_get_their_own_rows_from_shared_batches(
         tmp_path: Path, onnx_folders: dict[str, Path]) -> None:
     from flask_predict.runner.batched import Batching
-    from flask_predict.runner.batching_params import BatchingParameters, BatchingSettings
+    from flask_predict.settings.batching import BatchingParameters, BatchingSettings
 
     started = Running(tmp_path)
     runner = Runner(started.socket, started.state)

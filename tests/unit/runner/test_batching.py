@@ -21,7 +21,7 @@ from flask_predict.runner.batch_stats import BatchStats, per_version
 from flask_predict.runner.batchers import Batchers
 from flask_predict.runner.batching import (BatchKey, BatchScheduler, QueueFull,
                                            SchedulerClosed)
-from flask_predict.runner.batching_params import BatchingParameters
+from flask_predict.settings.batching import BatchingParameters
 
 LONG = 60_000_000
 """A batch timeout (micros) no test waits for: such a batch runs when full or at close."""
