@@ -15,7 +15,7 @@ from typing import Any
 from ..models import startup
 from ..models.control import ModelControl
 from ..models.plugins import load_predictor_class
-from ..models.repository import PredictorLookup
+from ..models.repository import Loader, PredictorLookup
 from ..models.served import Shelf
 from ..models.shared_state import StateDir
 from ..models.store import model_store
