@@ -94,7 +94,18 @@ class Body(NamedTuple):
 
     format: str
     data: Any
-    params: dict[str, Any]
+    params: Any
+    """As sent: a model that takes none ignores them, as MLflow does (:func:`params`)."""
+
+
+def params(body: Body) -> dict[str, Any]:
+    """The ``params`` a model is handed: an object of names and values (none: empty)."""
+    if body.params is None:
+        return {}
+    if not isinstance(body.params, dict):
+        raise InvalidInput(f"Invalid input. 'params' must be a JSON object of parameter "
+                           f"names and values, got {codecs.json_kind(body.params)}")
+    return body.params
 
 
 def decode_json(document: Any) -> Body:
@@ -108,13 +119,7 @@ def decode_json(document: Any) -> Body:
     if len(present) != 1:
         raise InvalidInput(f"{REQUIRED_INPUT_FORMAT}. Received dictionary with input fields: "
                            f"{present}. {SCORING_PROTOCOL_CHANGE_INFO}")
-    params = document.get(PARAMS)
-    if params is None:
-        params = {}
-    if not isinstance(params, dict):
-        raise InvalidInput(f"Invalid input. 'params' must be a JSON object of parameter "
-                           f"names and values, got {codecs.json_kind(params)}")
-    return Body(present[0], document[present[0]], params)
+    return Body(present[0], document[present[0]], document.get(PARAMS))
 
 
 # --- tables ---------------------------------------------------------------------------------

@@ -62,6 +62,9 @@ IRIS_BODIES = {
                           for i, name in enumerate(IRIS_COLUMNS)}},
     "params": {"dataframe_split": {"columns": IRIS_COLUMNS, "data": IRIS_ROWS},
                "params": {"ignored": 1}},
+    "params a model takes none of, not an object": {  # MLflow ignores them too
+        "dataframe_records": [dict(zip(IRIS_COLUMNS, row)) for row in IRIS_ROWS],
+        "params": [1]},
 }
 
 
@@ -121,7 +124,6 @@ def test_content_types_mlflow_refuses_are_415(mlflow_client: FlaskClient) -> Non
     ("3", "Received unexpected input type"),
     ('{"data": [[1, 2, 3, 4]]}', "Received dictionary with input fields: []. IMPORTANT"),
     ('{"instances": [], "inputs": []}', "Received dictionary with input fields"),
-    ('{"inputs": {}, "params": [1]}', "'params' must be a JSON object"),
     ('{"dataframe_split": [[1]]}', "'dataframe_split' must be an object with 'data'"),
     ('{"dataframe_split": {"columns": ["a"], "data": [[1, 2]]}}', "holds 2 values for 1"),
     ('{"dataframe_records": [[1, 2]]}', "'dataframe_records' must be a list of objects"),
@@ -154,6 +156,8 @@ def test_a_failing_model_is_500_without_its_traceback(make_app: AppFactory,
     client = app.test_client()
     assert refused(client, 500, {"instances": [1], "params": {"fail": True}}) == (
         "model 'echo' failed to predict")
+    assert "'params' must be a JSON object" in refused(client, 400, {"instances": [1],
+                                                                     "params": [1]})
     status, answer = invoke(client, {"dataframe_records": [{"a": 1}], "params": {"k": 2}})
     assert status == 200
     assert answer["predictions"][0]["instance"] == {"a": 1}
