@@ -201,13 +201,12 @@ def _check_model(spec: ModelSpec, plugins: list[str], found: Mapping[str, Any]) 
 
 
 def _version_hint(base_path: str) -> str:
-    """Where a base path holds a model's files itself: say where they belong."""
+    """Where a base path named as a version holds no file: its parent is the base path.
+    (One that holds the model's files is served as version 1.)"""
     name = os.path.basename(os.path.normpath(base_path))
     if name.isdigit():
         return (f" ({base_path!r} looks like a version folder: use its parent, "
                 f"{os.path.dirname(os.path.normpath(base_path))!r})")
-    if artifact_file(base_path) != base_path:
-        return f" (move the model's files into {os.path.join(base_path, '1')!r})"
     return ""
 
 

@@ -1,4 +1,5 @@
-"""Facts about model folders on disk: numbered version folders, their stamps, which module a
+"""Facts about model folders on disk: numbered version folders (or a flat folder of model
+files, served as version 1), their stamps, which module a
 pickle refers to (read from its opcodes, never unpickled), and the artifact files the bundled
 plugins read (so that an error can name the file, and the plugin to install).
 
@@ -63,9 +64,14 @@ def artifact_plugin(folder: str) -> tuple[str, str] | None:
     return name, plugin
 
 
+FLAT_VERSION = 1
+"""The version a flat model folder is served as."""
+
+
 def version_path(base_path: str, version: int) -> str:
     """The folder of *version*, named as on disk: TF Serving's exports pad the number
-    (``00000123`` is version 123)."""
+    (``00000123`` is version 123); a flat folder (:func:`version_folders`) is its own
+    version 1."""
     plain = os.path.join(base_path, str(version))
     if os.path.isdir(plain):
         return plain
@@ -76,12 +82,39 @@ def version_path(base_path: str, version: int) -> str:
     for name in names:
         if name.isdigit() and name.isascii() and int(name) == version:
             return os.path.join(base_path, name)
+    if version == FLAT_VERSION and _numbered(base_path) == {} and holds_files(base_path):
+        return base_path
     return plain
 
 
 def version_folders(base_path: str) -> dict[int, float]:
     """Numbered sub-folders of *base_path* -> modification time. Other names are ignored,
-    so a version copied under a temporary name and renamed appears at once and whole."""
+    so a version copied under a temporary name and renamed appears at once and whole.
+
+    A folder with no numbered sub-folder that holds model files itself (as Vertex AI and
+    SageMaker hand a container its model, ``/opt/ml/model``) is version 1
+    (:data:`FLAT_VERSION`); whether a plugin recognises the files is the load's to say.
+    """
+    found = _numbered(base_path)
+    if found or not holds_files(base_path):
+        return found
+    try:
+        return {FLAT_VERSION: os.stat(base_path).st_mtime}
+    except OSError:
+        return {}
+
+
+def holds_files(folder: str) -> bool:
+    """Whether *folder* directly holds a file not hidden (a dot file is bookkeeping, as a
+    mirror's ``.state.json`` or a copy's ``.1.tmp``)."""
+    try:
+        with os.scandir(folder) as entries:
+            return any(not entry.name.startswith(".") and entry.is_file() for entry in entries)
+    except OSError:
+        return False
+
+
+def _numbered(base_path: str) -> dict[int, float]:
     found: dict[int, float] = {}
     try:
         entries = list(os.scandir(base_path))

@@ -209,10 +209,9 @@ def test_check_failures(capsys: pytest.CaptureFixture[str], tmp_path: Path,
     assert status == 1 and "no predictor 'nope'" in out and "installed plugins:" in out
     status, out, _ = run_main(capsys, "check", str(tmp_path / "missing"))
     assert status == 1 and "is not a directory" in out
-    # a version folder is not a model's base path: serve refuses it, and so does check
+    # a folder of model files, as Vertex AI and SageMaker hand it, is version 1
     status, out, _ = run_main(capsys, "check", str(model_root / "iris" / "1"))
-    assert status == 1 and "no numbered version folder" in out
-    assert f"looks like a version folder: use its parent, '{model_root / 'iris'}'" in out
+    assert status == 0 and f"{model_root / 'iris' / '1'}  (model " in out
 
 
 def test_check_says_every_unreadable_file_alike(capsys: pytest.CaptureFixture[str],

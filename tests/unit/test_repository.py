@@ -165,10 +165,23 @@ def test_load_applies_the_start_up_rule(tmp_path: Path) -> None:
     assert failed.value.message == (
         f"flask_predict: not starting: model 'm' version 1 failed to load from "
         f"{tmp_path / '1'}: RuntimeError: this version is broken")
+    (tmp_path / "empty").mkdir()
     with pytest.raises(ConfigError, match="no numbered version folder"):
-        ModelRepository.load([spec(tmp_path / "1")], lookup)
+        ModelRepository.load([spec(tmp_path / "empty")], lookup)
     served = ModelRepository.load([spec(tmp_path)], lookup, exit_on_error=False)
     assert served.model("m").statuses[1].cause == "RuntimeError: this version is broken"
+
+
+def test_a_flat_folder_is_version_1_until_a_numbered_one_appears(tmp_path: Path) -> None:
+    (tmp_path / "value.txt").write_text("7")
+    repository = ModelRepository.load([spec(tmp_path)], lookup)
+    assert answer(repository) == 7.0
+    assert repository.model("m").versions[1].path == str(tmp_path)
+    write_version(tmp_path, 2, "2")
+    repository.sync([spec(tmp_path)])
+    assert answer(repository) == 2.0 and list(repository.model("m").versions) == [2]
+    (tmp_path / ".hidden").mkdir()
+    assert list(version_folders(str(tmp_path / ".hidden"))) == []
 
 
 def test_only_numeric_folders_count(tmp_path: Path) -> None:

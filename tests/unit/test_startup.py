@@ -12,6 +12,7 @@ import pytest
 from flask_predict import ConfigError
 from flask_predict.settings.app import read_settings
 from flask_predict.models.served import FAILED_TO_LOAD, ServedModel, VersionStatus
+from flask_predict.models.artifacts import version_folders, version_path
 from flask_predict.core.startup import (StartFailed, cause_of, check_first_load, check_models,
                                         failure_line, failures, settle, stop_with)
 from flask_predict.types import ModelSpec
@@ -135,15 +136,21 @@ def test_a_worker_respawned_after_the_start_says_what_failed_and_serves_on(
     assert "not starting" not in line
 
 
-def test_where_a_base_path_is_wrong_the_master_says_where_the_files_go(tmp_path: Path) -> None:
+def test_a_flat_folder_of_model_files_is_version_1(tmp_path: Path) -> None:
     (tmp_path / "iris" / "1").mkdir(parents=True)
     (tmp_path / "iris" / "1" / "model.joblib").write_bytes(b"")
     (tmp_path / "flat").mkdir()
     (tmp_path / "flat" / "model.joblib").write_bytes(b"")
-    for base, hint in ((tmp_path / "iris" / "1", f"looks like a version folder: use its "
-                                                 f"parent, '{tmp_path / 'iris'}'"),
-                       (tmp_path / "flat", f"move the model's files into "
-                                           f"'{tmp_path / 'flat' / '1'}'")):
-        with pytest.raises(ConfigError) as info:
-            check_models([ModelSpec(name="m", base_path=str(base))])
-        assert "no numbered version folder" in info.value.message and hint in info.value.message
+    for base in (tmp_path / "iris" / "1", tmp_path / "flat"):
+        check_models([ModelSpec(name="m", base_path=str(base))])  # sklearn's file: detected
+        assert version_folders(str(base)).keys() == {1}
+        assert version_path(str(base), 1) == str(base)
+
+
+def test_a_base_path_named_as_a_version_with_no_file_says_where_to_look(tmp_path: Path) -> None:
+    (tmp_path / "iris" / "1" / "variables").mkdir(parents=True)
+    with pytest.raises(ConfigError) as info:
+        check_models([ModelSpec(name="m", base_path=str(tmp_path / "iris" / "1"))])
+    assert "no numbered version folder" in info.value.message
+    assert f"looks like a version folder: use its parent, '{tmp_path / 'iris'}'" in \
+        info.value.message

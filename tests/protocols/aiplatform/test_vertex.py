@@ -173,7 +173,7 @@ def test_storage_uri_local_folder_is_served(make_app: Any, model_root: Path, tmp
     flat = model_root / "iris" / "1"  # the artifacts themselves, as Vertex AI stores them
     config = config_from_environ({"AIP_STORAGE_URI": f"file://{flat}"})
     (spec,) = read_settings(config).models
-    assert spec.name == "model" and Path(spec.base_path, "1").resolve() == flat.resolve()
+    assert spec.name == "model" and Path(spec.base_path).resolve() == flat.resolve()
     app: Flask = make_app(config["PREDICT_MODELS"])
     answer = app.test_client().post("/v1/projects/p/models/model:predict",
                                     json={"instances": [ROW]})
