@@ -64,7 +64,7 @@ def components() -> Schema:
 
 def paths(settings: Settings) -> dict[str, Schema]:
     probe = {"200": response("Every model is loaded; the body is a newline.",
-                             {"type": "string"}),
+                             {"type": "string"}, "text/plain"),
              **errors("MlflowError", 503)}
     items: dict[str, Schema] = {
         "/ping": {"get": operation("mlflowPing", TAG, "Ready (SageMaker's health check)",
@@ -72,7 +72,7 @@ def paths(settings: Settings) -> dict[str, Schema]:
         "/health": {"get": operation("mlflowHealth", TAG, "Ready (as /ping)", probe)},
         "/version": {"get": operation("mlflowVersion", TAG, "The server's version",
                                       {"200": response("The version, as text.",
-                                                       {"type": "string"})})},
+                                                       {"type": "string"}, "text/plain")})},
         "/execution-parameters": {"get": operation(
             "mlflowExecutionParameters", TAG, "SageMaker batch transform's parameters",
             {"200": response("What a batch transform job may send.",
@@ -86,7 +86,7 @@ def paths(settings: Settings) -> dict[str, Schema]:
     target = {"name": "X-Amzn-SageMaker-Target-Model", "in": "header", "required": False,
               "description": "The model, when several are served (else "
                              "`PREDICT_MLFLOW_MODEL`, else the only one).",
-              "schema": {"type": "string"}}
+              "schema": {"type": "string"}, "example": "iris"}
     items["/invocations"] = {"post": operation(
         "mlflowInvocations", TAG, "Predict",
         {"200": {"description": "The predictions; CSV lines with `Accept: text/csv`.",

@@ -18,11 +18,13 @@ from ...core.state import PredictState
 from ...errors import InvalidInput, ModelNotFound, ModelNotReady
 from ...types import InferenceRequest
 from .._body import parse_json
-from .._http import (JSON_MIMETYPE, as_predict_error, error_handler, json_response, read_body,
+from .._http import (as_predict_error, error_handler, json_response, read_body,
                      request_state, wsgi_environ)
 from .sagemaker import execution_parameters, server_version, target_names, wants_csv
 
 bp = Blueprint("predict_mlflow", __name__)
+
+TEXT = "text/plain"
 
 TARGET_MODEL = "HTTP_X_AMZN_SAGEMAKER_TARGET_MODEL"
 """SageMaker's multi-model header, as the WSGI environ names it."""
@@ -31,17 +33,19 @@ TARGET_MODEL = "HTTP_X_AMZN_SAGEMAKER_TARGET_MODEL"
 @bp.get("/ping")
 @bp.get("/health")
 def ping() -> ResponseReturnValue:
-    """200 with MLflow's body (a newline) once every model is loaded, else 503."""
+    """200 with MLflow's body (a newline) once every model is loaded, else 503. MLflow
+    labels that newline ``application/json``, which it is not: here it is plain text."""
     service = request_state().service
     service.check_configured()
     if not service.ready:
         raise ModelNotReady("the models are still loading")
-    return Response("\n", status=200, mimetype=JSON_MIMETYPE)
+    return Response("\n", status=200, mimetype=TEXT)
 
 
 @bp.get("/version")
 def version() -> ResponseReturnValue:
-    return Response(server_version(), status=200, mimetype=JSON_MIMETYPE)
+    """The version as text (MLflow's says ``application/json`` of a bare version)."""
+    return Response(server_version(), status=200, mimetype=TEXT)
 
 
 @bp.get("/execution-parameters")

@@ -213,7 +213,7 @@ def test_ping_health_version_and_execution_parameters(mlflow_client: FlaskClient
     for path in ("/ping", "/health"):
         answer = mlflow_client.get(path)
         assert (answer.status_code, answer.data, answer.mimetype) == (
-            200, b"\n", "application/json")
+            200, b"\n", "text/plain")
     version = mlflow_client.get("/version")
     assert version.status_code == 200 and version.data
     assert mlflow_client.get("/execution-parameters").get_json() == {
