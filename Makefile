@@ -21,7 +21,7 @@ PORT ?= 8501
 # most of its time is spent waiting on real servers to start and answer, not on the CPU
 TEST_PROCESSES ?= 2
 PLUGINS := plugins/sklearn plugins/xgboost plugins/custom plugins/tensorflow plugins/lightgbm \
-	plugins/catboost plugins/onnx
+	plugins/catboost plugins/onnx plugins/mlflow
 PROJECTS := pyproject.toml $(addsuffix /pyproject.toml,$(PLUGINS))
 SERVER := -e ".[grpc]" $(addprefix -e ,$(PLUGINS))
 TESTED := -e ".[grpc,otel,gcs,s3,batch,spark,ray,dask]" $(addprefix -e ,$(PLUGINS))

@@ -3,15 +3,18 @@
 from __future__ import annotations
 
 import abc
-from typing import Any, ClassVar, Mapping, Sequence
+from typing import TYPE_CHECKING, Any, ClassVar, Mapping, Sequence
 
 import numpy as np
 
 from . import codecs
-from .errors import FailedPrecondition, InvalidInput
+from .errors import ConfigError, FailedPrecondition, InvalidInput
 from .explanation import Explanation, cannot_explain
 from .types import (DEFAULT_SIGNATURE, Classification, Example, InferenceRequest, ModelMetadata,
                     Signature, Tensor, TensorSpec)
+
+if TYPE_CHECKING:  # pragma: no cover - for type checkers only
+    from .models.mlmodel import MLflowModel
 
 
 class Predictor(abc.ABC):
@@ -29,7 +32,8 @@ class Predictor(abc.ABC):
     """
 
     instance_outputs: ClassVar[Sequence[str] | None] = None
-    """Outputs the instances door returns (``None``: all); scikit-learn's is ``predict``."""
+    """Outputs the instances door returns (``None``: all); scikit-learn's is ``predict``; an
+    MLflow model saved with ``pyfunc_predict_fn`` sets its own on the instance."""
 
     scores_output: ClassVar[str] = "predict_proba"
     """The output the default :meth:`classify` reads class scores from."""
@@ -52,6 +56,13 @@ class Predictor(abc.ABC):
         *options* are the model's extra settings from the model config; an unknown option
         should raise ``TypeError`` so the server stops at boot with its name.
         """
+
+    @classmethod
+    def from_mlflow(cls, model: MLflowModel, **options: Any) -> Predictor:
+        """Load the MLflow model folder *model* describes from the files of a flavor the
+        plugin's manifest lists (``mlflow_flavors``), with no ``mlflow`` imported. The
+        default refuses: the plugin loads no MLflow model."""
+        raise ConfigError(f"{cls.__name__} does not load MLflow models ({model.folder!r})")
 
     def predict(self, instances: list[Any], **kwargs: Any) -> list[Any]:
         """AI Platform's custom-routine door: JSON instances in, JSON-able predictions out.

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import inspect
 import logging
+import sys
 from dataclasses import dataclass
 from importlib import import_module
 from importlib.metadata import entry_points
@@ -22,13 +23,14 @@ from typing import Any, Callable, Mapping
 from ..errors import ConfigError, PredictorNotFound, UnreadableModel, did_you_mean
 from ..predictor import Predictor
 from .artifacts import artifact_plugin
+from .mlmodel import is_mlflow_folder, mlflow_plugin, read_mlmodel
 
 GROUP = "flask_predict.predictors"
 MANIFEST_GROUP = "flask_predict.manifests"
 
 logger = logging.getLogger(__name__)
 
-BUNDLED = ("sklearn", "xgboost", "lightgbm", "catboost", "onnx", "tensorflow", "custom")
+BUNDLED = ("sklearn", "xgboost", "lightgbm", "catboost", "onnx", "tensorflow", "custom", "mlflow")
 """The plugins this project ships, each installed by the ``flask-predict`` extra of its name."""
 
 Detector = Callable[[str, Mapping[str, Any]], float]
@@ -50,6 +52,10 @@ class Manifest:
     framework survives ``fork`` and loading it starts no thread pool (the master limits
     OpenMP and BLAS to one thread while it loads). A function of the model's options, or
     one answer for every model."""
+
+    mlflow_flavors: frozenset[str] = frozenset()
+    """The MLflow flavors the plugin loads from an MLflow model folder's own files
+    (:mod:`.mlmodel`, :meth:`~flask_predict.Predictor.from_mlflow`)."""
 
     def shares(self, options: Mapping[str, Any]) -> bool:
         """Whether a model with *options* is loaded once per machine."""
@@ -110,6 +116,10 @@ def detect_predictor(model_dir: str, options: Mapping[str, Any],
     :raises ConfigError: no plugin claims the folder, or two claim it equally.
     """
     candidates = manifests() if candidates is None else candidates
+    if is_mlflow_folder(model_dir):  # its MLmodel says, not the files' names
+        served = {flavor: name for name, manifest in sorted(candidates.items())
+                  for flavor in manifest.mlflow_flavors}
+        return mlflow_plugin(read_mlmodel(model_dir), served, set(candidates))
     scores: dict[str, float] = {}
     unreadable: UnreadableModel | None = None
     for name, manifest in candidates.items():
@@ -177,14 +187,18 @@ def check_options(model: str, predictor: str | None, options: Mapping[str, Any],
 
 
 def lazy_attributes(package: str, module: str = "predictor") -> Callable[[str], Any]:
-    """A module ``__getattr__`` for a plugin package: names of ``<package>.<module>``,
-    imported on first use, so importing the package (for its manifest) loads no framework::
+    """A module ``__getattr__`` for a plugin package: the names of its ``__all__``, from
+    ``<package>.<module>``, imported on first use, so importing the package (for its
+    manifest) loads no framework::
 
         __getattr__ = lazy_attributes(__name__)
+
+    Any other name is missing at once: code that probes every loaded module for a name
+    (skops and pickle's ``whichmodule`` do) imports no framework.
     """
     def attribute(name: str) -> Any:
-        if name.startswith("__"):
-            raise AttributeError(name)
+        if name.startswith("__") or name not in getattr(sys.modules.get(package), "__all__", ()):
+            raise AttributeError(f"module {package!r} has no attribute {name!r}")
         try:
             return getattr(import_module(f"{package}.{module}"), name)
         except AttributeError:

@@ -22,6 +22,7 @@ from ..errors import ConfigError, ModelNotFound
 from ..predictor import Predictor
 from ..types import ModelSpec
 from .artifacts import artifact_file, tree_stamp, version_folders, version_path
+from .loading import load_version
 from .plugins import detect_predictor
 from .served import (FAILED_TO_LOAD, LoadedVersion, ServedModel, Shelf, VersionStatus, artifact_key,
                      close_predictor)
@@ -384,7 +385,7 @@ class NotShared(Exception):
 
 
 def _from_path(cls: type[Predictor], spec: ModelSpec, version: int, path: str) -> Predictor:
-    return cls.from_path(path, **spec.options)
+    return load_version(cls, path, spec.options)
 
 
 def plugin_for(spec: ModelSpec, path: str) -> str:

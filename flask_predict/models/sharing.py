@@ -46,6 +46,7 @@ from ..errors import ConfigError
 from ..predictor import Predictor
 from ..types import ModelSpec
 from .artifacts import version_folders, version_path
+from .loading import load_version
 from .plugins import Manifest, detect_predictor, load_predictor_class, manifests
 from .repository import NotShared
 from .served import LoadedVersion, ServedModel, Shelf, VersionStatus, close_predictor
@@ -287,7 +288,7 @@ class MasterModels:
         """``cls.from_path``, refused for sharing when it leaves a thread or a descriptor
         open (a fork would inherit a dead thread, or one descriptor for every worker)."""
         threads, fds = set(threading.enumerate()), open_descriptors()
-        predictor = cls.from_path(path, **spec.options)
+        predictor = load_version(cls, path, spec.options)
         left = [t.name for t in threading.enumerate() if t not in threads and t.is_alive()]
         left += [f"descriptor {fd} ({target})" for fd, target in
                  sorted(open_descriptors().items()) if fd not in fds]

@@ -40,6 +40,8 @@ DISTRIBUTIONS = {
     "plugins/catboost": ("flask_predict_catboost", "catboost = flask_predict_catboost.predictor:"
                                                    "CatBoostPredictor"),
     "plugins/onnx": ("flask_predict_onnx", "onnx = flask_predict_onnx.predictor:ONNXPredictor"),
+    "plugins/mlflow": ("flask_predict_mlflow", "mlflow = flask_predict_mlflow.predictor:"
+                                               "PyfuncPredictor"),
 }
 """Folder -> (package, its ``flask_predict.predictors`` entry point)."""
 LOCAL_ONLY = (".git", ".venv*", ".*_cache", "build", "dist", "*.egg-info", "__pycache__",
@@ -57,7 +59,7 @@ def local_only(folder: str, names: list[str]) -> set[str]:
 EXTRAS = {"sklearn": "flask-predict-sklearn", "xgboost": "flask-predict-xgboost",
           "tensorflow": "flask-predict-tensorflow", "custom": "flask-predict-custom",
           "lightgbm": "flask-predict-lightgbm", "catboost": "flask-predict-catboost",
-          "onnx": "flask-predict-onnx"}
+          "onnx": "flask-predict-onnx", "mlflow": "flask-predict-mlflow"}
 """The core's extras that install a bundled plugin -> its distribution."""
 
 

@@ -43,7 +43,8 @@ def detect(model_dir: str, options: Mapping[str, Any]) -> float:
     return 0.0
 
 
-MANIFEST = Manifest(options=frozenset({"outputs", "thread_count"}), detect=detect, shared=True)
+MANIFEST = Manifest(options=frozenset({"outputs", "thread_count"}), detect=detect, shared=True,
+                    mlflow_flavors=frozenset({"catboost"}))
 """Loaded once per machine under gunicorn (docs/scaling.md). Measured: a process forked after
 its parent had trained and predicted with CatBoost on 4 threads (its pool's threads alive)
 predicts on 1, 2 and 4 threads without hanging; each worker sets its own ``thread_count`` in

@@ -29,6 +29,7 @@ from flask_predict.codecs import NUMPY_TO_V2
 from flask_predict.explanation import from_contributions
 from flask_predict.core.runtime import process_threads
 from flask_predict.core.tabular import feature_rows, read_columns, tabular_signature
+from flask_predict.models.mlmodel import MLflowModel
 from flask_predict.types import DEFAULT_SIGNATURE, Tensor
 
 from .columns import layout, to_pool
@@ -75,6 +76,17 @@ class CatBoostPredictor(Predictor):
         if options:
             raise TypeError(f"unknown CatBoost option(s) {sorted(options)}")
         return cls(load_model(model_dir), outputs, thread_count)
+
+    @classmethod
+    def from_mlflow(cls, model: MLflowModel, outputs: Sequence[str] | None = None,
+                    thread_count: int | None = None, **options: Any) -> CatBoostPredictor:
+        """The ``catboost`` flavor: its ``data`` file, in its ``save_format``."""
+        if options:
+            raise TypeError(f"unknown CatBoost option(s) {sorted(options)}")
+        conf = model.flavor("catboost")
+        fmt = str(conf.get("save_format") or "cbm")
+        loaded = _native_model(model.file(conf.get("data")), fmt)
+        return model.answering(cls(loaded, model.outputs(outputs), thread_count))
 
     def _describe(self) -> ModelMetadata:
         loss = str(self.model.get_all_params().get("loss_function", ""))
@@ -141,16 +153,21 @@ class CatBoostPredictor(Predictor):
         return cb.Pool(np.asarray(rows, dtype=np.float64))
 
 
+def _native_model(path: str, fmt: str) -> cb.CatBoost:
+    """A model file of CatBoost's, as the class its loss function says."""
+    plain = cb.CatBoost()
+    plain.load_model(path, format=fmt)
+    model = native_class(str(plain.get_all_params().get("loss_function", "")))()
+    model.load_model(path, format=fmt)
+    return model
+
+
 def load_model(model_dir: str) -> cb.CatBoost:
     """``model.cbm``, else a CatBoost ``model.json``, else a joblib/pickle of a model."""
     for name, fmt in ((NATIVE_FILE, "cbm"), (JSON_FILE, "json")):
         path = os.path.join(model_dir, name)
         if os.path.isfile(path) and (fmt == "cbm" or is_catboost_json(path)):
-            plain = cb.CatBoost()
-            plain.load_model(path, format=fmt)
-            model = native_class(str(plain.get_all_params().get("loss_function", "")))()
-            model.load_model(path, format=fmt)
-            return model
+            return _native_model(path, fmt)
     for name in PICKLE_FILES:
         path = os.path.join(model_dir, name)
         if not os.path.isfile(path):

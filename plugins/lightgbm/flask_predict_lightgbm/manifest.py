@@ -37,7 +37,8 @@ def detect(model_dir: str, options: Mapping[str, Any]) -> float:
     return 0.0
 
 
-MANIFEST = Manifest(options=frozenset({"outputs", "num_threads"}), detect=detect, shared=True)
+MANIFEST = Manifest(options=frozenset({"outputs", "num_threads"}), detect=detect, shared=True,
+                    mlflow_flavors=frozenset({"lightgbm"}))
 """Loaded once per machine under gunicorn (docs/scaling.md): LightGBM survives a fork, and the
 master loads and checks a model with OpenMP held to one thread, so no pool is inherited;
 each worker sets its own thread count in ``after_fork``."""

@@ -29,6 +29,7 @@ from flask_predict import (Explanation, FailedPrecondition, ModelMetadata, Predi
 from flask_predict.codecs import NUMPY_TO_V2
 from flask_predict.core.runtime import process_threads
 from flask_predict.core.tabular import code_matrix, feature_rows, read_columns, tabular_signature
+from flask_predict.models.mlmodel import MLflowModel, load_serialized
 from flask_predict.types import DEFAULT_SIGNATURE, Tensor
 
 from .columns import feature_properties, layout
@@ -91,6 +92,21 @@ class LightGBMPredictor(Predictor):
         if options:
             raise TypeError(f"unknown LightGBM option(s) {sorted(options)}")
         return cls(load_model(model_dir), outputs, num_threads)
+
+    @classmethod
+    def from_mlflow(cls, model: MLflowModel, outputs: Sequence[str] | None = None,
+                    num_threads: int | None = None, **options: Any) -> LightGBMPredictor:
+        """The ``lightgbm`` flavor: a Booster's text file, or a scikit-learn model
+        serialized as its ``serialization_format`` says."""
+        if options:
+            raise TypeError(f"unknown LightGBM option(s) {sorted(options)}")
+        conf = model.flavor("lightgbm")
+        path = model.file(conf.get("data"))
+        loaded = lgb.Booster(model_file=path) if is_lightgbm_text(path) else \
+            load_serialized(path, conf)
+        if not isinstance(loaded, (lgb.Booster, lgb.LGBMModel)):
+            raise TypeError(f"{path} holds a {type(loaded).__name__}, not a LightGBM model")
+        return model.answering(cls(loaded, model.outputs(outputs), num_threads))
 
     def _describe(self) -> ModelMetadata:
         objective = str(self.booster.params.get("objective", ""))

@@ -17,6 +17,7 @@ def detect(model_dir: str, options: Mapping[str, Any]) -> float:
     return 0.9 if os.path.isfile(os.path.join(model_dir, MODEL_FILE)) else 0.0
 
 
-MANIFEST = Manifest(options=frozenset({"outputs", "intra_op_num_threads"}), detect=detect)
+MANIFEST = Manifest(options=frozenset({"outputs", "intra_op_num_threads"}), detect=detect,
+                    mlflow_flavors=frozenset({"onnx"}))
 """Not shared: each worker creates its own session after the fork, its thread pools sized
 to the worker."""

@@ -22,6 +22,7 @@ import onnxruntime as ort
 from flask_predict import (FailedPrecondition, InvalidInput, ModelMetadata, Predictor,
                            Signature, TensorSpec)
 from flask_predict.core.runtime import process_threads
+from flask_predict.models.mlmodel import MLflowModel
 from flask_predict.types import DEFAULT_SIGNATURE, Tensor
 
 from .manifest import MODEL_FILE
@@ -57,13 +58,16 @@ class ONNXPredictor(Predictor):
         path = os.path.join(model_dir, MODEL_FILE)
         if not os.path.isfile(path):
             raise FileNotFoundError(f"no {MODEL_FILE} in {model_dir}")
-        settings = ort.SessionOptions()
-        settings.intra_op_num_threads = intra_op_num_threads or process_threads() or 0
-        settings.inter_op_num_threads = 1
-        settings.execution_mode = ort.ExecutionMode.ORT_SEQUENTIAL
-        settings.log_severity_level = 3  # errors only: its warnings are not the client's
-        return cls(ort.InferenceSession(path, settings, providers=["CPUExecutionProvider"]),
-                   outputs)
+        return cls(_session(path, intra_op_num_threads), outputs)
+
+    @classmethod
+    def from_mlflow(cls, model: MLflowModel, outputs: Sequence[str] | None = None,
+                    intra_op_num_threads: int | None = None, **options: Any) -> ONNXPredictor:
+        """The ``onnx`` flavor: its ``data`` file."""
+        if options:
+            raise TypeError(f"unknown ONNX option(s) {sorted(options)}")
+        path = model.file(model.flavor("onnx").get("data"))
+        return cls(_session(path, intra_op_num_threads), outputs)
 
     def metadata(self) -> ModelMetadata:
         return self._metadata
@@ -97,3 +101,13 @@ class ONNXPredictor(Predictor):
 def _first_line(exc: Exception) -> str:
     lines = [line for line in str(exc).splitlines() if line.strip()]
     return lines[0] if lines else type(exc).__name__
+
+
+def _session(path: str, intra_op_num_threads: int | None) -> ort.InferenceSession:
+    """An ONNX Runtime session on the CPU with the process's thread budget."""
+    settings = ort.SessionOptions()
+    settings.intra_op_num_threads = intra_op_num_threads or process_threads() or 0
+    settings.inter_op_num_threads = 1
+    settings.execution_mode = ort.ExecutionMode.ORT_SEQUENTIAL
+    settings.log_severity_level = 3  # errors only: its warnings are not the client's
+    return ort.InferenceSession(path, settings, providers=["CPUExecutionProvider"])

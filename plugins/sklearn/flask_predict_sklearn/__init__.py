@@ -12,9 +12,9 @@ from typing import TYPE_CHECKING
 from flask_predict.models.plugins import lazy_attributes
 
 if TYPE_CHECKING:  # pragma: no cover - for type checkers only
-    from .predictor import SklearnPredictor
+    from .predictor import SklearnPredictor, is_linear_classifier
 
-__all__ = ["SklearnPredictor"]
+__all__ = ["SklearnPredictor", "is_linear_classifier"]
 
 
 __getattr__ = lazy_attributes(__name__)

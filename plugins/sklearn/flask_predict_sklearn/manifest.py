@@ -30,7 +30,8 @@ def detect(model_dir: str, options: Mapping[str, Any]) -> float:
     return 0.0 if module.split(".")[0] in PICKLED_FRAMEWORKS else 0.5
 
 
-MANIFEST = Manifest(options=frozenset({"outputs"}), detect=detect, shared=True)
+MANIFEST = Manifest(options=frozenset({"outputs"}), detect=detect, shared=True,
+                    mlflow_flavors=frozenset({"sklearn"}))
 """Loaded once per machine under gunicorn (docs/scaling.md): the framework survives a fork, and
 the sample rows the predictor checks itself on while it loads run on one thread in the master,
 which starts no OpenMP pool for a worker to inherit."""

@@ -27,6 +27,7 @@ from flask_predict.errors import one_line
 from flask_predict.explanation import cannot_explain
 from flask_predict.core.tabular import (NUMBER, known_categories, read_columns, refused_feature,
                                         refused_number, single_input, tabular_signature)
+from flask_predict.models.mlmodel import MLflowModel, load_serialized
 from flask_predict.types import DEFAULT_SIGNATURE, Tensor
 
 from .columns import layout
@@ -79,6 +80,19 @@ class SklearnPredictor(Predictor):
         if options:
             raise TypeError(f"unknown scikit-learn option(s) {sorted(options)}")
         return cls(load_model(model_dir), outputs, model_dir)
+
+    @classmethod
+    def from_mlflow(cls, model: MLflowModel, outputs: Sequence[str] | None = None,
+                    **options: Any) -> SklearnPredictor:
+        """The ``sklearn`` flavor, in any of its serializations (``skops``, ``cloudpickle``,
+        ``pickle``); a model saved with ``pyfunc_predict_fn`` (``predict_proba``) answers
+        that method on every door."""
+        if options:
+            raise TypeError(f"unknown scikit-learn option(s) {sorted(options)}")
+        conf = model.flavor("sklearn")
+        path = model.file(conf.get("pickled_model") or model.pyfunc.get("model_path"))
+        return model.answering(cls(load_serialized(path, conf), model.outputs(outputs),
+                                   model.folder))
 
     def _explainer(self, model_dir: str | None) -> LinearExplainer | str:
         """A linear model's explainer (:mod:`.explain`), or why it has none."""

@@ -17,8 +17,9 @@ from .environment import quiet_native_logs
 
 if TYPE_CHECKING:  # pragma: no cover - for type checkers only
     from .predictor import TensorFlowPredictor
+    from .tensors import datatype
 
-__all__ = ["TensorFlowPredictor"]
+__all__ = ["TensorFlowPredictor", "datatype"]
 
 quiet_native_logs()
 

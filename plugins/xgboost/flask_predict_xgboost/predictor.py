@@ -35,6 +35,7 @@ from flask_predict import (Explanation, FailedPrecondition, ModelMetadata, Predi
 from flask_predict.codecs import NUMPY_TO_V2
 from flask_predict.models.artifacts import UNPICKLING_ERRORS, empty, unreadable_pickle
 from flask_predict.errors import UnreadableModel
+from flask_predict.models.mlmodel import MLflowModel
 from flask_predict.core.tabular import (code_matrix, feature_rows, read_columns, refused_feature,
                                         refused_number, tabular_signature)
 from flask_predict.types import DEFAULT_SIGNATURE, Tensor
@@ -96,6 +97,27 @@ class XGBoostPredictor(Predictor):
         if options:
             raise TypeError(f"unknown XGBoost option(s) {sorted(options)}")
         return cls(load_model(model_dir), outputs, nthread)
+
+    @classmethod
+    def from_mlflow(cls, model: MLflowModel, outputs: Sequence[str] | None = None,
+                    nthread: int | None = None, **options: Any) -> XGBoostPredictor:
+        """The ``xgboost`` flavor: its ``data`` file (UBJSON, JSON), as a Booster or as the
+        scikit-learn class it was saved from (``model_class``)."""
+        if options:
+            raise TypeError(f"unknown XGBoost option(s) {sorted(options)}")
+        conf = model.flavor("xgboost")
+        path = model.file(conf.get("data"))
+        booster = _native_booster(path)
+        wrapper = str(conf.get("model_class") or "xgboost.core.Booster").rpartition(".")
+        loaded: xgb.Booster | xgb.XGBModel = booster
+        if wrapper[2] != "Booster":
+            kind = getattr(xgb, wrapper[2], None) if wrapper[0].startswith("xgboost") else None
+            if not (isinstance(kind, type) and issubclass(kind, xgb.XGBModel)):
+                raise UnreadableModel(f"MLmodel names model_class {''.join(wrapper)!r}, "
+                                      "not an XGBoost class")
+            loaded = kind()
+            loaded.load_model(path)
+        return model.answering(cls(loaded, model.outputs(outputs), nthread))
 
     def _describe(self) -> ModelMetadata:
         config = json.loads(self.booster.save_config())["learner"]

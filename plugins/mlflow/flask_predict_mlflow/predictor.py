@@ -1,0 +1,106 @@
+"""An MLflow model loaded as ``python_function`` by ``mlflow.pyfunc.load_model``.
+
+``mlflow.pyfunc`` puts the model's ``code_paths`` on ``sys.path``, unpickles its
+``PythonModel`` or imports its loader module, and enforces its signature on each call
+(columns by name, safe casts, ``params`` by type with their defaults). The instances door
+builds the input as MLflow's scoring server builds an ``instances`` body: rows of objects
+are columns, anything else one array; ``params`` (or Vertex AI's ``parameters``) from the
+request reach ``predict(..., params=...)``.
+"""
+
+from __future__ import annotations
+
+import os
+from contextlib import contextmanager
+from typing import Any, Iterator
+
+import numpy as np
+
+from flask_predict import ConfigError, FailedPrecondition, InvalidInput, Predictor
+from flask_predict.models.mlmodel import PYFUNC_PLUGIN, MLflowModel, read_mlmodel
+
+ALLOW_PICKLE = "MLFLOW_ALLOW_PICKLE_DESERIALIZATION"
+PARAMS_KEYS = ("params", "parameters")
+
+
+class PyfuncPredictor(Predictor):
+    """A ``mlflow.pyfunc.PyFuncModel``."""
+
+    def __init__(self, model: Any) -> None:
+        self.model = model
+
+    @classmethod
+    def from_path(cls, model_dir: str, **options: Any) -> PyfuncPredictor:
+        return cls.from_mlflow(read_mlmodel(model_dir), **options)
+
+    @classmethod
+    def from_mlflow(cls, model: MLflowModel, **options: Any) -> PyfuncPredictor:
+        """``mlflow.pyfunc.load_model`` on the folder. A served model is one its operator
+        configured: its pickles load as a native plugin's do (MLflow 3 asks for that
+        consent in ``MLFLOW_ALLOW_PICKLE_DESERIALIZATION``, given for this load only)."""
+        if options:
+            raise TypeError(f"unknown MLflow option(s) {sorted(options)}")
+        try:
+            import mlflow.pyfunc
+        except ImportError as exc:
+            raise ConfigError(f"{model.folder!r} loads as python_function with mlflow, which "
+                              f"is not installed ({exc}); install it: pip install "
+                              f'"flask-predict[{PYFUNC_PLUGIN}]"') from None
+        with _pickles_allowed():
+            return cls(mlflow.pyfunc.load_model(model.folder))
+
+    def predict(self, instances: list[Any], **kwargs: Any) -> list[Any]:
+        params = next((kwargs[k] for k in PARAMS_KEYS if k in kwargs), None)
+        if params is not None and not isinstance(params, dict):
+            raise InvalidInput(f"params must be an object, not {type(params).__name__}")
+        from mlflow.exceptions import MlflowException
+
+        try:
+            result = self.model.predict(_model_input(instances), params=params)
+        except MlflowException as exc:  # the schema's refusal: the client's to fix
+            raise FailedPrecondition(_first_line(str(exc.message)))
+        return _jsonable(result)
+
+
+def _model_input(instances: list[Any]) -> Any:
+    """Rows of objects as a DataFrame of their columns, anything else as one array."""
+    if instances and all(isinstance(row, dict) for row in instances):
+        import pandas as pd
+
+        return pd.DataFrame(instances)
+    return np.asarray(instances)
+
+
+def _jsonable(result: Any) -> list[Any]:
+    """The predictions as MLflow's scoring server writes them: a frame's records, a series'
+    or an array's values."""
+    import pandas as pd
+
+    if isinstance(result, pd.DataFrame):
+        return list(result.to_dict(orient="records"))
+    if isinstance(result, pd.Series):
+        return list(result.tolist())
+    if isinstance(result, np.ndarray):
+        return list(result.tolist())
+    if isinstance(result, dict):
+        return [{k: _jsonable(v) if isinstance(v, (np.ndarray, pd.Series)) else v
+                 for k, v in result.items()}]
+    return list(result) if isinstance(result, (list, tuple)) else [result]
+
+
+def _first_line(text: str) -> str:
+    lines = [line.strip() for line in text.splitlines() if line.strip()]
+    return lines[0] if lines else "the input does not match the model's signature"
+
+
+@contextmanager
+def _pickles_allowed() -> Iterator[None]:
+    before = os.environ.get(ALLOW_PICKLE)
+    os.environ[ALLOW_PICKLE] = "true"
+    try:
+        yield
+    finally:
+        if before is None:
+            os.environ.pop(ALLOW_PICKLE, None)
+        else:
+            os.environ[ALLOW_PICKLE] = before
