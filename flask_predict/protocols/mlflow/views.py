@@ -87,13 +87,13 @@ def predict(state: PredictState, name: str, body: wire.Body) -> Any:
         if loaded.metadata.instances_door:
             instances = wire.body_instances(body)
             limits.check_instances(bounds, len(instances))
-            return state.service.predict_instances(loaded, instances, wire.params(body))
+            kwargs = {} if body.params is None else {"params": wire.params(body)}
+            return state.service.predict_instances(loaded, instances, kwargs)
         signature = loaded.metadata.signature
         inputs = wire.body_tensors(body, signature)
         limits.check_tensors(bounds, inputs.items())
         result = state.service.predict(loaded, InferenceRequest(
             model=loaded.name, inputs=inputs, version=str(loaded.version),
-            outputs=wire.chosen_outputs(signature),
             parameters=body.params if isinstance(body.params, dict) else {}))
     return wire.predictions(result.outputs)
 

@@ -42,7 +42,7 @@ SCORING_PROTOCOL_CHANGE_INFO = (
 
 PREDICT_OUTPUT = "predict"
 """The output our plugins name for the estimator's ``predict``: what MLflow's pyfunc answers
-for a model that also has ``predict_proba``."""
+for a model that also has ``predict_proba``, unless saved with ``pyfunc_predict_fn``."""
 
 
 class UnsupportedMediaType(InvalidInput):
@@ -269,17 +269,14 @@ def _csv_column(cells: list[str]) -> list[Any]:
 
 # --- answers --------------------------------------------------------------------------------
 
-def chosen_outputs(signature: Signature) -> list[str] | None:
-    """The outputs MLflow's ``predict`` answers: ``predict`` alone where the model also has
-    others (``predict_proba``), else every output."""
-    names = [spec.name for spec in signature.outputs]
-    return [PREDICT_OUTPUT] if len(names) > 1 and PREDICT_OUTPUT in names else None
-
-
 def predictions(outputs: Mapping[str, Tensor]) -> Any:
     """The predictions as MLflow prints a pyfunc's answer: one output as its nested list
     (a numpy array's ``tolist()``), several as the records of a data frame (one object per
-    row, naming the outputs)."""
+    row, naming the outputs). A model whose outputs are ``predict`` and others
+    (``predict_proba``) answers ``predict``, as MLflow's flavors do; one saved with
+    ``pyfunc_predict_fn`` computes only the output it names, and answers it."""
+    if len(outputs) > 1 and PREDICT_OUTPUT in outputs:
+        outputs = {PREDICT_OUTPUT: outputs[PREDICT_OUTPUT]}
     return codecs.tensors_to_rows(outputs)
 
 

@@ -74,6 +74,8 @@ def close(ours: Any, theirs: Any) -> bool:
         return len(ours) == len(theirs) and all(map(close, ours, theirs))
     if isinstance(ours, dict) and isinstance(theirs, dict):
         return ours.keys() == theirs.keys() and all(close(ours[k], theirs[k]) for k in ours)
+    if type(ours) is not type(theirs) and not {type(ours), type(theirs)} <= {int, float}:
+        return False
     if isinstance(ours, float) or isinstance(theirs, float):
         return bool(np.isclose(ours, theirs, rtol=1e-9, atol=0) or ours == theirs)
     return bool(ours == theirs)

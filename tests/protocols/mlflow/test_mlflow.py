@@ -152,16 +152,20 @@ def test_bad_csv_bodies_are_400(mlflow_client: FlaskClient, data: str | bytes,
 
 def test_a_failing_model_is_500_without_its_traceback(make_app: AppFactory,
                                                       tmp_path: Path) -> None:
+    failing = make_app({"house": {"base_path": str(test_models.make_explaining(
+        tmp_path / "house"))}}).test_client()  # a KeyError on a row without its columns
+    assert refused(failing, 500, {"instances": [{"rooms": 3}]}) == (
+        "model 'house' failed to predict")
     app = make_app({"echo": {"base_path": str(test_models.make_custom(tmp_path / "echo"))}})
     client = app.test_client()
-    assert refused(client, 500, {"instances": [1], "params": {"fail": True}}) == (
-        "model 'echo' failed to predict")
     assert "'params' must be a JSON object" in refused(client, 400, {"instances": [1],
                                                                      "params": [1]})
     status, answer = invoke(client, {"dataframe_records": [{"a": 1}], "params": {"k": 2}})
     assert status == 200
     assert answer["predictions"][0]["instance"] == {"a": 1}
-    assert answer["predictions"][0]["kwargs"] == {"k": 2}  # params reach an instances door
+    # params reach an instances door as its keyword argument params, as AI Platform's
+    # routines get a body's other keys (and mlflow.pyfunc's predict takes them)
+    assert answer["predictions"][0]["kwargs"] == {"params": {"k": 2}}
 
 
 # --- which model ---------------------------------------------------------------------------
@@ -248,3 +252,25 @@ def test_a_body_over_the_limit_is_413(make_app: AppFactory,
     client = single_app(make_app, mlflow_models, "iris", max_request_bytes=64).test_client()
     status, answer = invoke(client, IRIS_BODIES["dataframe_split"])
     assert status == 413 and answer["error_code"] == "BAD_REQUEST"
+
+
+def test_requests_are_counted_and_logged_as_every_protocols(
+        make_app: AppFactory, mlflow_models: dict[str, dict[str, str]],
+        caplog: pytest.LogCaptureFixture) -> None:
+    from prometheus_client.parser import text_string_to_metric_families
+
+    client = single_app(make_app, mlflow_models, "iris", metrics_path="/metrics").test_client()
+    with caplog.at_level("INFO", logger="flask_predict.access"):
+        assert invoke(client, IRIS_BODIES["dataframe_split"])[0] == 200
+        assert invoke(client, data="{bad")[0] == 400
+        assert client.get("/ping").status_code == 200
+    text = client.get("/metrics").get_data(as_text=True)
+    counted = {(s.labels["verb"], s.labels["code"]): s.value
+               for family in text_string_to_metric_families(text) for s in family.samples
+               if s.name == "flask_predict_requests_total"
+               and s.labels.get("protocol") == "mlflow"}
+    assert counted[("predict", "200")] == 1 and counted[("predict", "400")] == 1
+    assert counted[("health", "200")] == 1
+    lines = [r.getMessage() for r in caplog.records if r.name == "flask_predict.access"]
+    assert any("method=POST path=/invocations protocol=mlflow verb=predict model=iris" in line
+               and "status=200" in line for line in lines), lines

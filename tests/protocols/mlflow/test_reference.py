@@ -11,6 +11,7 @@ import os
 import subprocess
 import sys
 import time
+from importlib.metadata import entry_points
 from pathlib import Path
 from typing import Any, Iterator
 
@@ -25,6 +26,9 @@ from .conftest import single_app
 from .models import IRIS_COLUMNS, IRIS_ROWS, close
 
 pytestmark = pytest.mark.e2e
+
+PLUGINS, PYFUNC = "flask_predict.predictors", "mlflow"
+"""The entry points our plugins are found by, and the name of the python_function one."""
 
 JSON = "application/json"
 Body = tuple[str | None, bytes]
@@ -112,8 +116,46 @@ BODIES: dict[str, dict[str, Body]] = {
     },
 }
 
+MLFLOW_ROWS = [{"age": 31.0, "income": 40000.0, "city": "paris"},
+               {"age": 58.0, "income": 12000.0, "city": "lyon"},
+               {"age": 22.0, "income": 95000.0, "city": "nice"}]
+TABLE: dict[str, Body] = {
+    "dataframe_records": _json({"dataframe_records": MLFLOW_ROWS}),
+    "dataframe_split": _json({"dataframe_split": {
+        "columns": ["city", "age", "income"],
+        "data": [[r["city"], r["age"], r["income"]] for r in MLFLOW_ROWS]}}),
+    "instances of objects": _json({"instances": MLFLOW_ROWS}),
+    "csv": _csv("age,income,city\n31,40000,paris\n58,12000,lyon\n"),
+    "a number for the city": _json({"dataframe_records": [{**MLFLOW_ROWS[0], "city": 3}]}),
+    "text for the age": _json({"dataframe_records": [{**MLFLOW_ROWS[0], "age": "old"}]}),
+    "no income": _json({"dataframe_records": [{"age": 1.0, "city": "nice"}]}),
+}
+"""Bodies for the MLflow test folders' pipeline (a string column), saved with MLflow 3's
+default serialization (skops) and with ``pyfunc_predict_fn="predict_proba"``."""
+
+CUSTOM_ROWS = [{"a": 1.0, "b": 0.5}, {"a": 4.0, "b": 0.0}]
+BODIES["sk_skops"] = {**TABLE, **COMMON}
+BODIES["sk_proba"] = {**TABLE, **COMMON}
+BODIES["custom"] = {
+    "records": _json({"dataframe_records": CUSTOM_ROWS}),
+    "records, params": _json({"dataframe_records": CUSTOM_ROWS, "params": {"factor": 3.0}}),
+    "split, params": _json({"dataframe_split": {"columns": ["a", "b"],
+                                                "data": [[1.0, 0.5], [4.0, 0.0]]},
+                            "params": {"factor": 0.5}}),
+    "params of the wrong type": _json({"dataframe_records": CUSTOM_ROWS,
+                                       "params": {"factor": "three"}}),
+    "params not an object": _json({"dataframe_records": CUSTOM_ROWS, "params": [3]}),
+    "csv": _csv("a,b\n1.0,0.5\n4.0,0.0\n"),
+    **COMMON,
+}
+"""A custom ``PythonModel`` (``mlflow.pyfunc``) with a ``factor`` param and code_paths."""
+
 ACCEPTED_ON_PURPOSE: set[tuple[str, str]] = set()
 """Bodies MLflow refuses that we answer, on purpose (docs/protocols/mlflow.md)."""
+REFUSED_ON_PURPOSE = {("sk_skops", "a number for the city"),
+                      ("sk_proba", "a number for the city")}
+"""Bodies MLflow answers that we refuse with a 400, on purpose: a number where the signature
+says text is not cast to text (docs/protocols/mlflow.md)."""
 
 
 class Reference:
@@ -167,17 +209,32 @@ class Reference:
                 self.process.wait()
 
 
+@pytest.fixture(scope="session")
+def folders(mlflow_models: dict[str, dict[str, str]],
+            tmp_path_factory: pytest.TempPathFactory) -> dict[str, dict[str, str]]:
+    """``PREDICT_MODELS`` of every model compared: ours (version folders), and the MLflow
+    folders of tests/mlflow (flat)."""
+    from tests.mlflow.models import save_all
+
+    saved = save_all(tmp_path_factory.mktemp("mlflow-folders"))
+    return {**mlflow_models, **{name: {"base_path": str(saved[name])}
+                                for name in ("sk_skops", "sk_proba", "custom")}}
+
+
 @pytest.fixture(scope="module", params=sorted(BODIES))
 def pair(request: pytest.FixtureRequest, make_app: AppFactory,
-         mlflow_models: dict[str, dict[str, str]],
+         folders: dict[str, dict[str, str]],
          tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[str, Reference,
                                                                      FlaskClient]]:
     """(model name, MLflow's server on its folder, our app serving only it)."""
     name: str = request.param
-    folder = Path(mlflow_models[name]["base_path"]) / "1"
+    if name == "custom" and PYFUNC not in {e.name for e in entry_points(group=PLUGINS)}:
+        pytest.skip("needs flask-predict's mlflow plugin installed (plugins/mlflow)")
+    base = Path(folders[name]["base_path"])
+    folder = base / "1" if (base / "1").is_dir() else base
     reference = Reference(folder, tmp_path_factory.mktemp("reference") / "log")
     try:
-        yield name, reference, single_app(make_app, mlflow_models, name).test_client()
+        yield name, reference, single_app(make_app, folders, name).test_client()
     finally:
         reference.stop()
 
@@ -188,9 +245,17 @@ def ours(client: FlaskClient, content_type: str | None, data: bytes) -> tuple[in
     return answer.status_code, answer.content_type, answer.data
 
 
-def test_every_body_answers_as_mlflow_answers(pair: tuple[str, Reference, FlaskClient]
-                                              ) -> None:
+KNOWN = {"custom": "a PythonModel answering a named pandas Series: MLflow prints it as "
+                  "records, [{\"a\": 2.0}, ...]; the python_function plugin answers its "
+                  "values, [2.0, ...]"}
+"""Differences not yet resolved, expected to fail (strictly: a fix makes the test say so)."""
+
+
+def test_every_body_answers_as_mlflow_answers(pair: tuple[str, Reference, FlaskClient],
+                                              request: pytest.FixtureRequest) -> None:
     name, reference, client = pair
+    if name in KNOWN:
+        request.applymarker(pytest.mark.xfail(reason=KNOWN[name], strict=True))
     differences = []
     for case, (content_type, data) in BODIES[name].items():
         theirs = reference.send("POST", "/invocations", content_type, data)
@@ -214,6 +279,8 @@ def compare(name: str, case: str, theirs: tuple[int, str, bytes],
             return "not MLflow's error shape"
         if "Traceback" in answer["message"] or "/tmp/" in answer["message"]:
             return "a traceback or a server path in the message"
+    if (name, case) in REFUSED_ON_PURPOSE:
+        return "" if my_status == 400 else "we should refuse it (on purpose)"
     if status == 200:
         if my_status != 200:
             return "MLflow answers it, we refuse it"
