@@ -272,9 +272,9 @@ def _csv_column(cells: list[str]) -> list[Any]:
 def predictions(outputs: Mapping[str, Tensor]) -> Any:
     """The predictions as MLflow prints a pyfunc's answer: one output as its nested list
     (a numpy array's ``tolist()``), several as the records of a data frame (one object per
-    row, naming the outputs). A model whose outputs are ``predict`` and others
-    (``predict_proba``) answers ``predict``, as MLflow's flavors do; one saved with
-    ``pyfunc_predict_fn`` computes only the output it names, and answers it."""
+    row, naming the outputs). The view asks for the outputs the model's own ``predict``
+    answers (``ModelService.instance_outputs``); where those are all and include ``predict``
+    with others (``predict_proba``), ``predict`` alone, as MLflow's flavors answer."""
     if len(outputs) > 1 and PREDICT_OUTPUT in outputs:
         outputs = {PREDICT_OUTPUT: outputs[PREDICT_OUTPUT]}
     return codecs.tensors_to_rows(outputs)
