@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING, Any, ClassVar, Mapping, Sequence
 import numpy as np
 
 from . import codecs
-from .errors import ConfigError, FailedPrecondition, InvalidInput
+from .errors import FailedPrecondition, InvalidInput
 from .explanation import Explanation, cannot_explain
 from .types import (DEFAULT_SIGNATURE, Classification, Example, InferenceRequest, ModelMetadata,
                     Signature, Tensor, TensorSpec)
@@ -61,8 +61,8 @@ class Predictor(abc.ABC):
     def from_mlflow(cls, model: MLflowModel, **options: Any) -> Predictor:
         """Load the MLflow model folder *model* describes from the files of a flavor the
         plugin's manifest lists (``mlflow_flavors``), with no ``mlflow`` imported. The
-        default refuses: the plugin loads no MLflow model."""
-        raise ConfigError(f"{cls.__name__} does not load MLflow models ({model.folder!r})")
+        default, for a plugin a model's settings name, is :meth:`from_path` on the folder."""
+        return cls.from_path(model.folder, **options)
 
     def predict(self, instances: list[Any], **kwargs: Any) -> list[Any]:
         """AI Platform's custom-routine door: JSON instances in, JSON-able predictions out.

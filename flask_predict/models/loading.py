@@ -8,19 +8,21 @@ from typing import Any, Mapping
 
 from ..predictor import Predictor
 from .mlmodel import is_mlflow_folder, read_mlmodel, unmet_requirements
+from .signed import signed
 
 logger = logging.getLogger(__name__)
 
 
 def load_mlflow(cls: type[Predictor], folder: str, options: Mapping[str, Any]) -> Predictor:
     """The MLflow model in *folder* loaded by the plugin *cls*, after one warning line for
-    the packages it was saved with that are missing or at another version here."""
+    the packages it was saved with that are missing or at another version here; described
+    and checked by its signature (:mod:`.signed`)."""
     model = read_mlmodel(folder)
     unmet = unmet_requirements(folder)
     if unmet:
         logger.warning("flask_predict: the MLflow model in %s was saved with packages missing "
                        "here or at other versions: %s", folder, ", ".join(unmet))
-    return cls.from_mlflow(model, **options)
+    return signed(cls.from_mlflow(model, **options), model)
 
 
 def load_version(cls: type[Predictor], folder: str, options: Mapping[str, Any]) -> Predictor:

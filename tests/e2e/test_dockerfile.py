@@ -81,7 +81,8 @@ def test_every_copied_path_exists(wheels: list[Path]) -> None:
         assert kept, f"{path} is left out of the build context by .dockerignore"
 
 
-OPTIONAL = ("flask_predict_catboost-", "flask_predict_lightgbm-", "flask_predict_onnx-")
+OPTIONAL = ("flask_predict_catboost-", "flask_predict_lightgbm-", "flask_predict_onnx-",
+            "flask_predict_mlflow-")
 """Plugins ``make dist`` builds that the image leaves to a ``FROM`` image of its own (their
 frameworks would add hundreds of MB to every user's image)."""
 

@@ -152,8 +152,8 @@ def test_one_wheel_per_distribution(dist: Path) -> None:
                 # each extra pins its plugin to the core's own release
                 assert (f"Requires-Dist: {distribution}==0.1.0; extra == \"{extra}\""
                         in metadata), extra
-            assert ("Requires-Dist: flask-predict[catboost,custom,gcs,grpc,lightgbm,onnx,s3,"
-                    "sklearn,tensorflow,xgboost]; extra == \"all\"") in metadata
+            assert ("Requires-Dist: flask-predict[catboost,custom,gcs,grpc,lightgbm,mlflow,onnx,"
+                    "s3,sklearn,tensorflow,xgboost]; extra == \"all\"") in metadata
         else:
             plugin = entry_point.split(" ")[0]
             assert f"[flask_predict.manifests]\n{plugin} = {module}.manifest:MANIFEST" in points

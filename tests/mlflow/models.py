@@ -94,6 +94,15 @@ def _save_all(root: Path) -> dict[str, Path]:
         x, booster.predict(xgb.DMatrix(x))), input_example=x.head(2))
     folders[path.name] = path
 
+    from mlflow.models import ModelSignature
+    from mlflow.types import ColSpec, Schema
+
+    path = root / "xgb_optional"  # "b" may be left out: the booster reads it as missing
+    mlflow.xgboost.save_model(booster, str(path), pip_requirements=pinned("xgboost"),
+                              signature=ModelSignature(inputs=Schema([
+                                  ColSpec("double", "a"), ColSpec("double", "b", required=False)])))
+    folders[path.name] = path
+
     import lightgbm as lgb
 
     gbm = lgb.train({"objective": "binary", "verbose": -1, "min_data_in_leaf": 2},

@@ -27,7 +27,7 @@ pytestmark = [pytest.mark.filterwarnings("ignore::UserWarning"),
               pytest.mark.filterwarnings("ignore::DeprecationWarning")]
 
 NATIVE = {"sk_skops": "sklearn", "sk_pickle": "sklearn", "sk_cloudpickle": "sklearn",
-          "sk_proba": "sklearn", "xgb": "xgboost", "lgb": "lightgbm", "cb": "catboost",
+          "sk_proba": "sklearn", "xgb": "xgboost", "xgb_optional": "xgboost", "lgb": "lightgbm", "cb": "catboost",
           "onnx": "onnx", "custom": "mlflow"}
 
 
@@ -184,3 +184,115 @@ def test_mlmodel_file_outside_and_broken(tmp_path: Path, folders: dict[str, Path
     (tmp_path / "MLmodel").write_text("flavors: [unclosed")
     with pytest.raises(UnreadableModel, match="not readable YAML"):
         read_mlmodel(str(tmp_path))
+
+
+def test_the_signature_is_the_metadata(mlflow_client: FlaskClient) -> None:
+    xgb = mlflow_client.get("/v2/models/xgb").get_json()
+    assert [(i["name"], i["datatype"]) for i in xgb["inputs"]] == [("a", "FP64"), ("b", "FP64")]
+    sk = mlflow_client.get("/v2/models/sk_skops").get_json()
+    assert [(i["name"], i["datatype"]) for i in sk["inputs"]] == [
+        ("age", "FP64"), ("income", "FP64"), ("city", "BYTES")]
+    custom = mlflow_client.get("/v2/models/custom").get_json()
+    assert [i["name"] for i in custom["inputs"]] == ["a", "b"]
+    tfs = mlflow_client.get("/v1/models/xgb/metadata").get_json()
+    inputs = tfs["metadata"]["signature_def"]["signature_def"]["serving_default"]["inputs"]
+    assert inputs["a"]["dtype"] == "DT_DOUBLE"
+
+
+def test_columns_by_name_extras_ignored_optional_absent(mlflow_client: FlaskClient,
+                                                       folders: dict[str, Path]) -> None:
+    shuffled = [{"city": r["city"], "note": "ignored", "income": r["income"], "age": r["age"]}
+                for r in ROWS]
+    got = mlflow_client.post("/v1/projects/p/models/sk_skops:predict",
+                             json={"instances": shuffled})
+    assert got.status_code == 200, got.get_json()
+    assert got.get_json()["predictions"] == reference(folders["sk_skops"], frame(ROWS))
+    only_a = [{"a": row["a"]} for row in NUMBERS]
+    got = mlflow_client.post("/v1/projects/p/models/xgb_optional:predict",
+                             json={"instances": only_a})
+    assert got.status_code == 200, got.get_json()
+    nan_b = frame([{"a": row["a"], "b": float("nan")} for row in NUMBERS])
+    assert close(got.get_json()["predictions"], reference(folders["xgb"], nan_b))
+    assert mlflow_client.get("/v2/models/xgb_optional").get_json()["inputs"][1]["name"] == "b"
+
+
+@pytest.mark.parametrize("name,body,words", [
+    ("xgb", {"instances": [{"b": 1.0}]}, "'a'"),
+    ("xgb", {"instances": [{"a": "one", "b": 1.0}]}, "'a'"),
+    ("sk_skops", {"instances": [{"age": 31.0, "income": 4.0, "city": 7}]}, "'city'"),
+    ("sk_skops", {"instances": [{"age": 31.0, "city": "paris"}]}, "'income'"),
+    ("custom", {"instances": [{"a": 1.0, "b": 1.0}], "parameters": {"factor": [1]}}, "factor"),
+])
+def test_bad_input_is_answered_400_naming_it(mlflow_client: FlaskClient, name: str,
+                                             body: dict[str, Any], words: str) -> None:
+    got = mlflow_client.post(f"/v1/projects/p/models/{name}:predict", json=body)
+    assert got.status_code == 400, got.get_data(as_text=True)
+    assert words in got.get_json()["error"]
+    v2 = mlflow_client.post(f"/v2/models/{name}/infer", json={"inputs": [
+        {"name": "a", "datatype": "BYTES", "shape": [1], "data": ["x"]}]})
+    assert 400 <= v2.status_code < 500, v2.get_data(as_text=True)
+
+
+def test_a_float_into_a_long_column_is_refused(folders: dict[str, Path], make_app: Any,
+                                               tmp_path: Path) -> None:
+    """MLflow casts only safely: an integer into a double column, never a float into a
+    long one."""
+    from sklearn.linear_model import LogisticRegression
+
+    import mlflow
+    from mlflow.models import infer_signature
+
+    table = frame([{"n": i, "x": i / 2} for i in range(10)])
+    model = LogisticRegression().fit(table, [i % 2 for i in range(10)])
+    path = tmp_path / "longs"
+    mlflow.sklearn.save_model(model, str(path), serialization_format="pickle",
+                              pip_requirements=[], signature=infer_signature(table))
+    client = make_app({"m": {"base_path": str(path)}}).test_client()
+    ok = client.post("/v1/projects/p/models/m:predict", json={"instances": [{"n": 3, "x": 1}]})
+    assert ok.status_code == 200, ok.get_json()
+    assert ok.get_json()["predictions"] == reference(path, frame([{"n": 3, "x": 1.0}]))
+    bad = client.post("/v1/projects/p/models/m:predict",
+                      json={"instances": [{"n": 3.5, "x": 1.0}]})
+    assert bad.status_code == 400 and "'n'" in bad.get_json()["error"]
+
+
+def test_the_python_api_takes_mlflow_folders(folders: dict[str, Path]) -> None:
+    from flask_predict.api import Model
+
+    for name in ("sk_skops", "custom"):
+        with Model.load(folders[name]) as model:
+            assert model.version == 1
+            got = model.predict_instances(ROWS if name == "sk_skops" else NUMBERS)
+            want = reference(folders[name], frame(ROWS if name == "sk_skops" else NUMBERS))
+            assert close(got, want), name
+
+
+def test_a_model_naming_its_plugin(folders: dict[str, Path], make_app: Any) -> None:
+    """Settings that name the plugin skip detection; the flavor's files are still read."""
+    app = make_app({"m": {"base_path": str(folders["sk_pickle"]), "predictor": "sklearn"}})
+    got = app.test_client().post("/v1/projects/p/models/m:predict", json={"instances": ROWS})
+    assert got.status_code == 200, got.get_json()
+
+
+def test_a_model_fitted_on_a_matrix_takes_the_signature_columns(make_app: Any,
+                                                                 tmp_path: Path) -> None:
+    """Fitted on numpy, saved with a DataFrame's signature: the columns, in the signature's
+    order, are the model's matrix."""
+    from sklearn.linear_model import LinearRegression
+
+    import mlflow
+    from mlflow.models import infer_signature
+
+    table = frame([{"x": float(i), "y": float(i % 3)} for i in range(12)])
+    model = LinearRegression().fit(table.to_numpy(), table["x"] * 2 - table["y"])
+    path = tmp_path / "matrix"
+    mlflow.sklearn.save_model(model, str(path), serialization_format="pickle",
+                              pip_requirements=[], signature=infer_signature(table))
+    client = make_app({"m": {"base_path": str(path)}}).test_client()
+    rows = [{"y": 1.0, "x": 4.0}, {"x": 2.0, "y": 0.0}]
+    got = client.post("/v1/projects/p/models/m:predict", json={"instances": rows})
+    assert got.status_code == 200, got.get_json()
+    assert close(got.get_json()["predictions"],
+                 reference(path, frame(rows)))
+    meta = client.get("/v2/models/m").get_json()
+    assert [i["name"] for i in meta["inputs"]] == ["x", "y"]

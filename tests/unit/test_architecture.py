@@ -20,7 +20,7 @@ PACKAGE = ROOT / "flask_predict"
 LAYERS = ROOT / "docs" / "layers.toml"
 PLUGINS = ("flask_predict_sklearn", "flask_predict_xgboost", "flask_predict_custom",
            "flask_predict_tensorflow", "flask_predict_lightgbm", "flask_predict_catboost",
-           "flask_predict_onnx")
+           "flask_predict_onnx", "flask_predict_mlflow")
 
 
 def module_name(path: Path) -> str:
@@ -330,10 +330,10 @@ def test_reading_every_plugin_manifest_imports_no_framework() -> None:
         from flask_predict.models.plugins import manifests
         found = manifests()
         bundled = {"sklearn", "xgboost", "tensorflow", "custom", "lightgbm", "catboost",
-                   "onnx"}
+                   "onnx", "mlflow"}
         assert bundled <= set(found), sorted(found)
         heavy = sorted(m for m in ("tensorflow", "keras", "h5py", "sklearn", "xgboost", "joblib",
-                                   "lightgbm", "catboost", "onnxruntime")
+                                   "lightgbm", "catboost", "onnxruntime", "mlflow", "skops")
                        if m in sys.modules)
         assert not heavy, heavy
         """)

@@ -11,23 +11,42 @@ request reach ``predict(..., params=...)``.
 from __future__ import annotations
 
 import os
+from dataclasses import replace
 from contextlib import contextmanager
 from typing import Any, Iterator
 
 import numpy as np
 
-from flask_predict import ConfigError, FailedPrecondition, InvalidInput, Predictor
+from flask_predict import (ConfigError, FailedPrecondition, InvalidInput, ModelMetadata,
+                           Predictor, Signature, TensorSpec)
 from flask_predict.models.mlmodel import PYFUNC_PLUGIN, MLflowModel, read_mlmodel
+from flask_predict.models.signed import signature_inputs, signature_params, tensor_spec
+from flask_predict.types import DEFAULT_SIGNATURE
 
 ALLOW_PICKLE = "MLFLOW_ALLOW_PICKLE_DESERIALIZATION"
 PARAMS_KEYS = ("params", "parameters")
 
 
 class PyfuncPredictor(Predictor):
-    """A ``mlflow.pyfunc.PyFuncModel``."""
+    """A ``mlflow.pyfunc.PyFuncModel``, described by its signature (mlflow enforces it)."""
 
-    def __init__(self, model: Any) -> None:
+    enforces_signature = True
+
+    def __init__(self, model: Any, described: MLflowModel | None = None) -> None:
         self.model = model
+        columns = signature_inputs(described) if described is not None else None
+        self._metadata = super().metadata()
+        if columns is not None and described is not None:
+            params = signature_params(described)
+            self._metadata = replace(self._metadata, signatures={DEFAULT_SIGNATURE: Signature(
+                inputs=tuple(tensor_spec(c) for c in columns),
+                outputs=(TensorSpec("predictions", "BYTES", None),),
+                tabular=all(c.type != "tensor" for c in columns))},
+                properties={"optional_inputs": [c.name for c in columns if not c.required],
+                            "params": params}, instances_door=True)
+
+    def metadata(self) -> ModelMetadata:
+        return self._metadata
 
     @classmethod
     def from_path(cls, model_dir: str, **options: Any) -> PyfuncPredictor:
@@ -47,7 +66,7 @@ class PyfuncPredictor(Predictor):
                               f"is not installed ({exc}); install it: pip install "
                               f'"flask-predict[{PYFUNC_PLUGIN}]"') from None
         with _pickles_allowed():
-            return cls(mlflow.pyfunc.load_model(model.folder))
+            return cls(mlflow.pyfunc.load_model(model.folder), model)
 
     def predict(self, instances: list[Any], **kwargs: Any) -> list[Any]:
         params = next((kwargs[k] for k in PARAMS_KEYS if k in kwargs), None)

@@ -64,4 +64,5 @@ def detect(model_dir: str, options: Mapping[str, Any]) -> float:
     return 0.0
 
 
-MANIFEST = Manifest(options=frozenset({"tags", "signature"}), detect=detect)
+MANIFEST = Manifest(options=frozenset({"tags", "signature"}), detect=detect,
+                    mlflow_flavors=frozenset({"tensorflow", "keras"}))

@@ -29,6 +29,7 @@ from flask_predict import InvalidInput, ModelMetadata, Predictor
 from flask_predict.core import deadline
 from flask_predict.models.artifacts import empty
 from flask_predict.errors import DeadlineExceeded, UnreadableModel, one_line
+from flask_predict.models.mlmodel import MLflowModel
 from flask_predict.types import (Classification, Example, InferenceRequest, Signature,
                                  Tensor, TensorSpec)
 
@@ -95,6 +96,23 @@ class TensorFlowPredictor(Predictor):
             logger.warning("%s: serving the SavedModel; Keras files beside it are ignored: %s",
                            model_dir, ignored)
         return cls(model_dir, tuple(tags), signature)
+
+    @classmethod
+    def from_mlflow(cls, model: MLflowModel, **options: Any) -> Predictor:
+        """The ``keras`` flavor (its ``data`` folder's Keras file, or the SavedModel it
+        exported) or the ``tensorflow`` one: a Keras model's ``data`` folder, a TF2 module's
+        or a TF1 estimator's SavedModel (``saved_model_dir``, with its ``meta_graph_tags``
+        and ``signature_def_key``)."""
+        if "keras" in model.flavors and model.loader_flavor != "tensorflow":
+            return cls.from_path(model.file(model.flavor("keras").get("data")), **options)
+        conf = model.flavor("tensorflow")
+        if conf.get("model_type") == "keras" or "saved_model_dir" not in conf:
+            return cls.from_path(model.file(conf.get("data")), **options)
+        if conf.get("meta_graph_tags") and "tags" not in options:
+            options["tags"] = tuple(conf["meta_graph_tags"])
+        if conf.get("signature_def_key") and "signature" not in options:
+            options["signature"] = conf["signature_def_key"]
+        return cls.from_path(model.file(conf["saved_model_dir"]), **options)
 
     def metadata(self) -> ModelMetadata:
         return self._metadata
