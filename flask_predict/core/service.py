@@ -254,6 +254,13 @@ class ModelService:
             if record is not None:
                 record.predicted(spec.name, loaded.version, started)
 
+    def instance_outputs(self, loaded: LoadedVersion) -> list[str] | None:
+        """The outputs *loaded*'s instances door answers (``None``: every one): what a
+        protocol that answers as the model's own ``predict`` asks the tensor door for
+        (MLflow's ``/invocations``; ``pyfunc_predict_fn`` chooses them)."""
+        outputs = loaded.predictor.instance_outputs
+        return None if outputs is None else list(outputs)
+
     def predict_instances(self, loaded: LoadedVersion, instances: list[Any],
                           kwargs: Mapping[str, Any]) -> list[Any]:
         """Run the instances door: AI Platform's ``predict(instances, **kwargs)``."""

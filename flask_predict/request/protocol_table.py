@@ -18,6 +18,7 @@ REGISTRY: dict[str, str] = {
     "aiplatform": "flask_predict.protocols.aiplatform",
     "grps": "flask_predict.protocols.grps",
     "kserve_v2": "flask_predict.protocols.kserve_v2",
+    "mlflow": "flask_predict.protocols.mlflow",
     "tfserving": "flask_predict.protocols.tfserving",
 }
 """``PREDICT_PROTOCOLS`` name -> the package whose ``PROTOCOL`` describes it. Adding a

@@ -273,6 +273,32 @@ def test_the_image_runs_as_its_user_with_the_front_s_files(image: str) -> None:
     assert "serve" in done.stdout
 
 
+def test_sagemaker_serve(image: str, models: Path) -> None:
+    """Started as SageMaker starts it, ``docker run IMAGE serve``: the demo's iris files
+    mounted flat at ``/opt/ml/model``, SageMaker's port and workers from its variables."""
+    name, port = f"flask-predict-test-sagemaker-{os.getpid()}", free_port()
+    url = f"http://127.0.0.1:{port}"
+    podman("rm", "--force", name, check=False)
+    podman("run", "--detach", "--name", name, *LIMITS, "--network", "host",
+           "--volume", f"{models / 'iris' / '1'}:/opt/ml/model:ro",
+           "--env", f"SAGEMAKER_BIND_TO_PORT={port}", "--env", "HOST=127.0.0.1",
+           "--env", "SAGEMAKER_MODEL_SERVER_WORKERS=1", image, "serve")
+    try:
+        deadline = time.monotonic() + 300
+        while request("GET", url + "/ping", timeout=5)[0] != 200:
+            running = podman("inspect", "--format", "{{.State.Running}}", name,
+                             check=False).stdout.strip()
+            assert running == "true" and time.monotonic() < deadline, podman(
+                "logs", name, check=False).stderr[-6000:]
+            time.sleep(1)
+        status, _, answer = request("POST", url + "/invocations", body={"instances": ROWS})
+        assert (status, json.loads(answer)) == (200, {"predictions": [0, 2]})
+        status, _, answer = request("GET", url + "/execution-parameters")
+        assert status == 200 and json.loads(answer)["MaxConcurrentTransforms"] == 1
+    finally:
+        podman("rm", "--force", name, check=False)
+
+
 def test_sigterm_stops_it_cleanly(container: Container) -> None:
     """Last: ``docker stop`` drains nginx, stops gunicorn, and the container exits 0."""
     assert container.stop() == 0, container.logs()

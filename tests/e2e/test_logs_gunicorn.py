@@ -64,7 +64,7 @@ def test_every_line_is_json_with_two_workers(model_config: dict[str, Any],
     # the line at start: what serves where
     [where] = [m for m in messages if m.startswith("flask_predict: serving [")]
     assert where == (f"flask_predict: serving ['iris', 'echo'] with 2 worker(s): REST "
-                     f"{server.url} (aiplatform, grps, kserve_v2, tfserving), gRPC "
+                     f"{server.url} (aiplatform, grps, kserve_v2, mlflow, tfserving), gRPC "
                      f"127.0.0.1:{server.grpc_port}, status page {server.url}/, metrics "
                      f"{server.url}/metrics, OpenAPI {server.url}/openapi.json")
     # the failing request: its error line carries its id and its traceback, in one line

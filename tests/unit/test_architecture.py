@@ -412,7 +412,7 @@ def test_the_import_graph_is_read() -> None:
     by_name = {r.target for r in reaches(table, found[table].read_text(), set(found))
                if r.how == "by-name"}
     assert by_name == {f"flask_predict.protocols.{p}"
-                       for p in ("aiplatform", "grps", "kserve_v2", "tfserving")}
+                       for p in ("aiplatform", "grps", "kserve_v2", "mlflow", "tfserving")}
 
 
 def test_the_rules_catch_a_load_by_name() -> None:

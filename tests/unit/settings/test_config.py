@@ -85,7 +85,7 @@ def test_bad_settings_name_the_problem(config: dict[str, object], message: str) 
      "'PREDICT_WORKER'; did you mean 'PREDICT_WORKERS'?"),
     ({"PREDICT_PROTOCOLS": ["tfservin"]},
      "PREDICT_PROTOCOLS: unknown protocol 'tfservin'; did you mean 'tfserving'? (choose from "
-     "['aiplatform', 'grps', 'kserve_v2', 'tfserving'])"),
+     "['aiplatform', 'grps', 'kserve_v2', 'mlflow', 'tfserving'])"),
 ])
 def test_a_misspelt_setting_gets_the_closest_name_in_one_line(config: dict[str, object],
                                                               message: str) -> None:
