@@ -171,7 +171,8 @@ def scaled() -> Any:
 
 
 def reference(path: Path, data: Any, params: dict[str, Any] | None = None) -> Any:
-    """``mlflow.pyfunc.load_model(path).predict(data)``, as JSON-able values."""
+    """``mlflow.pyfunc.load_model(path).predict(data)``, as JSON-able values (a pandas Series
+    as MLflow's scoring server writes it: the records of its one-column frame)."""
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         import mlflow.pyfunc
@@ -180,4 +181,8 @@ def reference(path: Path, data: Any, params: dict[str, Any] | None = None) -> An
         result = mlflow.pyfunc.load_model(str(path)).predict(data, params=params)
     if isinstance(result, dict):  # ONNX: output name -> array
         return {name: np.asarray(value).tolist() for name, value in result.items()}
+    import pandas as pd
+
+    if isinstance(result, pd.Series):
+        return pd.DataFrame(result).to_dict(orient="records")
     return np.asarray(result).tolist()

@@ -90,14 +90,14 @@ def _model_input(instances: list[Any]) -> Any:
 
 
 def _jsonable(result: Any) -> list[Any]:
-    """The predictions as MLflow's scoring server writes them: a frame's records, a series'
-    or an array's values."""
+    """The predictions as MLflow's scoring server writes them: a frame's records, a series as
+    the records of its one-column frame (``[{"name": value}, ...]``), an array's values."""
     import pandas as pd
 
     if isinstance(result, pd.DataFrame):
         return list(result.to_dict(orient="records"))
     if isinstance(result, pd.Series):
-        return list(result.tolist())
+        return list(pd.DataFrame(result).to_dict(orient="records"))
     if isinstance(result, np.ndarray):
         return list(result.tolist())
     if isinstance(result, dict):

@@ -245,17 +245,9 @@ def ours(client: FlaskClient, content_type: str | None, data: bytes) -> tuple[in
     return answer.status_code, answer.content_type, answer.data
 
 
-KNOWN = {"custom": "a PythonModel answering a named pandas Series: MLflow prints it as "
-                  "records, [{\"a\": 2.0}, ...]; the python_function plugin answers its "
-                  "values, [2.0, ...]"}
-"""Differences not yet resolved, expected to fail (strictly: a fix makes the test say so)."""
-
-
 def test_every_body_answers_as_mlflow_answers(pair: tuple[str, Reference, FlaskClient],
                                               request: pytest.FixtureRequest) -> None:
     name, reference, client = pair
-    if name in KNOWN:
-        request.applymarker(pytest.mark.xfail(reason=KNOWN[name], strict=True))
     differences = []
     for case, (content_type, data) in BODIES[name].items():
         theirs = reference.send("POST", "/invocations", content_type, data)
