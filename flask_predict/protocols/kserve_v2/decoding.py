@@ -185,7 +185,9 @@ def _where(where: str, name: str | None) -> str:
 
 def decode_outputs(raw: Any, parameters: Mapping[str, Any]) -> tuple[list[str] | None,
                                                                      OutputOptions]:
-    """The requested output names (``None``: all) and their binary flags."""
+    """The requested output names (``None``: all) and their binary flags. An output asked
+    for twice is answered once, as Triton keeps the requested outputs in a set (its later
+    parameters win)."""
     options = OutputOptions(_flag(parameters, "binary_data_output", "request"))
     if raw is None:
         return None, options
@@ -196,9 +198,8 @@ def decode_outputs(raw: Any, parameters: Mapping[str, Any]) -> tuple[list[str] |
         name = item.get("name") if isinstance(item, dict) else None
         if not isinstance(name, str):
             raise InvalidInput(f"outputs[{index}] must be an object with a 'name'")
-        if name in names:
-            raise InvalidInput(f"output {name!r} already exists in request")
-        names.append(name)
+        if name not in names:
+            names.append(name)
         if "parameters" not in item:  # the usual request: a name alone
             continue
         item_parameters = _parameters(item, "output", name)
