@@ -45,6 +45,7 @@ from ..runtime.memory import release
 from ..errors import ConfigError
 from ..predictor import Predictor
 from ..types import ModelSpec
+from ..storage import local_path
 from ..storage.artifacts import version_folders, version_path
 from .loading import load_version
 from .plugins import Manifest, detect_predictor, load_predictor_class, manifests
@@ -84,7 +85,7 @@ class Shareable:
         key = (_spec_key(spec), version)
         if key in self.declined:
             return False
-        path = version_path(spec.base_path, version)
+        path = version_path(local_path(spec.base_path), version)
         try:
             stamp = os.stat(path).st_mtime
         except OSError:
@@ -105,7 +106,7 @@ class Shareable:
 
     def any_version(self, spec: ModelSpec) -> bool:
         """Whether some version folder of *spec* is shared (the master syncs that model)."""
-        return any(self(spec, version) for version in version_folders(spec.base_path))
+        return any(self(spec, version) for version in version_folders(local_path(spec.base_path)))
 
     def decline(self, spec: ModelSpec, version: int) -> None:
         """Load *version* of *spec* in each worker from now on."""

@@ -195,6 +195,11 @@ class Watcher:
     def _sync(self) -> None:
         try:
             self.specs = self.read_specs()
+            if self.select is not None:
+                # the master: a remote model's files, fetched first, say whether it is shared
+                unloaded = self.unloaded.read() if self.unloaded is not None else frozenset()
+                storage.fetch((spec.base_path, spec.serves) for spec in self.specs
+                              if spec.name not in unloaded)
             served = self.served(self.specs)
             # remote model paths: each mirror follows its store on a thread of its own, so
             # a store that does not answer holds up only its models

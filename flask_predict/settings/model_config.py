@@ -10,7 +10,7 @@ from pathlib import Path
 from typing import Any, Mapping
 
 from ..errors import ConfigError
-from ..storage import resolve
+from ..storage import is_remote, parse_uri
 from ..types import ModelSpec, VersionPolicy
 from .values import number_value, timeout_value
 
@@ -119,8 +119,11 @@ def _model_spec(name: str, entry: Any, base_dir: Path | None, origin: str) -> Mo
         timeout_seconds=timeout_value(entry.get("timeout_seconds"), f"{where}: timeout_seconds"),
         payload_log=entry.get("payload_log"),
     )
-    # a remote path: only the versions its policy serves are downloaded
-    base_path = Path(os.path.expanduser(resolve(str(entry["base_path"]), spec.serves)))
+    configured = str(entry["base_path"])
+    if is_remote(configured):  # downloaded where the model loads, never while reading
+        parse_uri(configured)  # a malformed URI is a configuration error
+        return replace(spec, base_path=configured)
+    base_path = Path(os.path.expanduser(configured))
     if base_dir is not None and not base_path.is_absolute():
         base_path = base_dir / base_path
     if not base_path.is_dir():
