@@ -20,6 +20,7 @@ from .openapi.view import bp as openapi
 from .predictor import Predictor
 from .request.protocol_table import descriptors
 from .settings.app import read_settings
+from .settings.config import Settings
 from .web import observe
 from .web.current import get_state
 
@@ -51,11 +52,13 @@ class FlaskPredict:
         """The class for predictor *name*: registered here, else an installed plugin."""
         return self._local.get(name) or load_predictor_class(name)
 
-    def init_app(self, app: Flask) -> None:
-        """Load this app's models and add the protocol routes to it."""
+    def init_app(self, app: Flask, settings: Settings | None = None) -> None:
+        """Load this app's models and add the protocol routes to it; *settings*: those
+        already read from the same config (the standalone server's), else read here."""
         if EXTENSION_KEY in app.extensions:
             raise RuntimeError("A 'FlaskPredict' instance is already registered on this app.")
-        settings = read_settings(app.config)
+        if settings is None:
+            settings = read_settings(app.config)
         if settings.process.manage:
             runtime.prepare_process(settings.process.threads, settings.process.gpus, settings.process.worker_index)
         state = assemble(settings, app.config.get("PREDICT_MODELS"), self.predictor_class,

@@ -23,8 +23,8 @@ from typing import Any, Callable
 from ..runtime import resources as runtime
 from ..models import startup
 from ..models.sharing import MasterModels
-from ..settings.app import read_settings
 from ..settings.environ import server_config
+from . import server_settings
 from .rolling import Rollout, WorkerPool
 from .server import STATE_DIR_VARIABLE, WORKER_BOOT_ERROR, ready_marks
 from .server_logs import route_logs
@@ -67,8 +67,7 @@ def share_models(arbiter: Any) -> None:
     on a thread of the master, replacing the workers one at a time whenever what it holds
     changes (:mod:`flask_predict.process.rolling`)."""
     global _models
-    config = server_config()
-    settings = read_settings(config)
+    settings = server_settings.current()
     if not settings.loading.shared_models or not (settings.models or settings.model_config_file):
         return
     route_logs(arbiter.log.error_log, os.environ.get("LOG_LEVEL", "INFO"))
@@ -76,7 +75,7 @@ def share_models(arbiter: Any) -> None:
     # outlive a load into the workers' fork (each worker sizes its own afterwards)
     runtime.limit_threads(1)
     started = time.perf_counter()
-    models = MasterModels(settings.models, config.get("PREDICT_MODELS"),
+    models = MasterModels(settings.models, server_config().get("PREDICT_MODELS"),
                           settings.model_config_file, settings.loading.poll_seconds,
                           state_dir=os.environ.get(STATE_DIR_VARIABLE))
     load_listening(arbiter, models.load)

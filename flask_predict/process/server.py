@@ -24,8 +24,7 @@ from ..core.state import EXTENSION_KEY, PredictState
 from ..errors import ConfigError
 from ..extension import close_app
 from ..models.shared_state import create_server_dir
-from ..settings.app import read_settings
-from ..settings.environ import server_config
+from . import server_settings
 from .readiness import ReadyMarks, any_marked
 from .server_logs import route_logs
 
@@ -114,7 +113,7 @@ def check_configuration(log: Any) -> None:
     forks workers.
     """
     try:
-        settings = read_settings(server_config())
+        settings = server_settings.read()
         startup.check_models(settings.models, settings.loading.exit_on_error)
         if settings.grpc.port is not None:
             check_grpc_installed()
@@ -140,7 +139,7 @@ def worker_started(worker: Any) -> None:
     """In the worker, before the app loads: its index, thread pools and GPU."""
     index = getattr(worker, INDEX_ATTRIBUTE, 0)
     os.environ[WORKER_INDEX_VARIABLE] = str(index)
-    settings = read_settings(server_config())
+    settings = server_settings.read()  # the app this worker builds is handed them
     runtime.prepare_process(settings.process.threads, settings.process.gpus, index)
     # SIGALRM and ITIMER_REAL are the server's own here: predictor time limits keep one
     # timer armed instead of arming one per call
