@@ -61,8 +61,7 @@ class FlaskPredict:
             settings = read_settings(app.config)
         if settings.process.manage:
             runtime.prepare_process(settings.process.threads, settings.process.gpus, settings.process.worker_index)
-        state = assemble(settings, app.config.get("PREDICT_MODELS"), self.predictor_class,
-                         inherited(), start=False)
+        state = assemble(settings, self.predictor_class, inherited(), start=False)
         app.extensions[EXTENSION_KEY] = state
         for protocol in descriptors(settings.protocols):
             app.register_blueprint(protocol.load_blueprint(),

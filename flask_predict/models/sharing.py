@@ -163,7 +163,8 @@ class MasterModels:
     stay loaded here (the workers stop serving them), so loading them again is immediate.
     """
 
-    def __init__(self, specs: tuple[ModelSpec, ...], models: Any, config_file: str | None,
+    def __init__(self, specs: tuple[ModelSpec, ...], fixed: tuple[ModelSpec, ...] | None,
+                 config_file: str | None,
                  poll_seconds: float, shareable: Shareable | None = None,
                  state_dir: str | None = None,
                  lookup: Callable[[str], type[Predictor]] = load_predictor_class) -> None:
@@ -172,7 +173,7 @@ class MasterModels:
         from .store import model_store
 
         self.repository, watcher = model_store(
-            specs, models, config_file, poll_seconds, self._lookup, shared=self.shareable,
+            specs, fixed, config_file, poll_seconds, self._lookup, shared=self.shareable,
             load=self._load_alone, select=self.shareable.any_version)
         assert watcher is not None  # a poll interval was given
         self.watcher = watcher

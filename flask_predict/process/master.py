@@ -23,7 +23,6 @@ from typing import Any, Callable
 from ..runtime import resources as runtime
 from ..models import startup
 from ..models.sharing import MasterModels
-from ..settings.environ import server_config
 from . import server_settings
 from .rolling import Rollout, WorkerPool
 from .server import STATE_DIR_VARIABLE, WORKER_BOOT_ERROR, ready_marks
@@ -75,7 +74,7 @@ def share_models(arbiter: Any) -> None:
     # outlive a load into the workers' fork (each worker sizes its own afterwards)
     runtime.limit_threads(1)
     started = time.perf_counter()
-    models = MasterModels(settings.models, server_config().get("PREDICT_MODELS"),
+    models = MasterModels(settings.models, settings.environment_models,
                           settings.model_config_file, settings.loading.poll_seconds,
                           state_dir=os.environ.get(STATE_DIR_VARIABLE))
     load_listening(arbiter, models.load)

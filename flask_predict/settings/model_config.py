@@ -22,9 +22,21 @@ MODEL_KEYS = frozenset({"base_path", "predictor", "version_policy", "version_lab
 
 def load_models(models: Any, config_file: str | os.PathLike[str] | None) -> tuple[ModelSpec, ...]:
     """The model specs from ``PREDICT_MODELS`` and the config file, names unique."""
-    specs: list[ModelSpec] = []
-    if models is not None:
-        specs.extend(parse_models(models, base_dir=None, origin="PREDICT_MODELS"))
+    return with_config_file(environment_models(models), config_file)
+
+
+def environment_models(models: Any) -> tuple[ModelSpec, ...]:
+    """The model specs of the ``PREDICT_MODELS`` value *models* (``None``: none)."""
+    if models is None:
+        return ()
+    return tuple(parse_models(models, base_dir=None, origin="PREDICT_MODELS"))
+
+
+def with_config_file(fixed: tuple[ModelSpec, ...],
+                     config_file: str | os.PathLike[str] | None) -> tuple[ModelSpec, ...]:
+    """*fixed* (``PREDICT_MODELS``'s) and the config file's model specs, names unique: what
+    the watcher reads again on every poll, the file as it is now."""
+    specs = list(fixed)
     if config_file:
         specs.extend(read_model_config_file(config_file))
     seen: set[str] = set()
