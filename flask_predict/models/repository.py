@@ -36,7 +36,7 @@ Loader = Callable[["type[Predictor]", ModelSpec, int, str], Predictor]
 """``load(cls, spec, version, path)`` -> the predictor (default: ``cls.from_path``)."""
 SharedVersion = Callable[[ModelSpec, int], bool]
 """Whether a version of a model is loaded once, in the gunicorn master
-(:class:`flask_predict.models.sharing.Shareable`)."""
+(:class:`flask_predict.models.shareable.Shareable`)."""
 LoadListener = Callable[[str, str, int, float], None]
 """Told ``(event, model, version, seconds)`` when a version is ``"loaded"``, ``"failed"`` to
 load, or ``"unloaded"`` (retired; seconds 0): what the metrics count."""
@@ -196,7 +196,7 @@ class ModelRepository:
     def _refresh(self, served: ServedModel, failed: Mapping[int, VersionStatus],
                  problem: str | None = None) -> None:
         """Load the versions of *served*'s model its policy wants and drop the others. A
-        shared version (:class:`~flask_predict.models.sharing.Shareable`) is the master's: a worker
+        shared version (:class:`~flask_predict.models.shareable.Shareable`) is the master's: a worker
         takes it from what it inherited, or waits for a worker forked after the master
         loaded it (the master's failures since the fork: *failed*); the master loads only
         those."""
