@@ -78,7 +78,9 @@ class ModelRepository:
         """Set once the first :meth:`sync` is done (every configured model tried once)."""
         self._warned: set[str] = set()
         self._fetched: set[str] = set()
-        """The remote base paths whose first sync is done (the watcher's polls follow)."""
+        """The remote base paths whose first sync was tried (the watcher's polls follow)."""
+        self._problems: dict[str, str] = {}
+        """Why a remote base path's first sync failed: its model's cause until it loads."""
 
     @classmethod
     def load(cls, specs: Iterable[ModelSpec], lookup: PredictorLookup,
@@ -156,11 +158,11 @@ class ModelRepository:
         with self.lock:
             specs = list(specs)
             # a remote path's first download, here where its model loads (KServe's load)
-            problems = fetch((spec.base_path, spec.serves) for spec in specs
-                             if is_remote(spec.base_path)
-                             and spec.base_path not in self._fetched)
-            self._fetched.update(spec.base_path for spec in specs
-                                 if spec.base_path not in problems)
+            self._problems.update(fetch((spec.base_path, spec.serves) for spec in specs
+                                        if is_remote(spec.base_path)
+                                        and spec.base_path not in self._fetched))
+            self._fetched.update(spec.base_path for spec in specs)
+            problems = self._problems
             for spec in specs:  # known at once, not ready until loaded (503, not 404)
                 if spec.name not in self._models:
                     self._publish(ServedModel(spec))

@@ -68,17 +68,17 @@ def resolve(path: str, choose: Choice | None = None) -> str:
     return mirror.folder
 
 
-_first_failed: dict[str, str] = {}
-"""The mirror folders whose first sync failed in this process (or in the master before its
-fork), with the cause: the watcher's polls try them again, with backoff."""
+_first_failed: dict[str, tuple[int, str]] = {}
+"""The mirror folders whose first sync failed, with the process that tried and the cause: a
+process forked after it (a worker of the master that tried) leaves them to its polls."""
 
 
 def fetch(paths: Iterable[tuple[str, Choice | None]]) -> dict[str, str]:
     """The first sync of every remote path of *paths* (each with its *choose*), each on its
     own thread, before the first load of its model; returns once every one has finished
     (the store's timeouts bound a store that hangs), the cause of each that could not be
-    read by path. A path whose first sync failed before in this process is not tried
-    again here (its polls are :func:`poll`'s)."""
+    read by path. A path whose first sync failed in the process this one was forked from
+    is not tried again here (its polls are :func:`poll`'s)."""
     failed: dict[str, str] = {}
 
     def first_sync(path: str, choose: Choice | None) -> None:
@@ -92,8 +92,9 @@ def fetch(paths: Iterable[tuple[str, Choice | None]]) -> dict[str, str]:
     for path, choose in dict(paths).items():
         if not is_remote(path):
             continue
-        if local_path(path) in _first_failed:
-            failed[path] = _first_failed[local_path(path)]
+        tried = _first_failed.get(local_path(path))
+        if tried is not None and tried[0] != os.getpid():
+            failed[path] = tried[1]
             continue
         thread = threading.Thread(target=first_sync, args=(path, choose), daemon=True,
                                   name=f"flask-predict-fetch {path}")
@@ -101,7 +102,8 @@ def fetch(paths: Iterable[tuple[str, Choice | None]]) -> dict[str, str]:
         threads.append(thread)
     for thread in threads:
         thread.join()
-    _first_failed.update((local_path(path), cause) for path, cause in failed.items())
+    _first_failed.update((local_path(path), (os.getpid(), cause))
+                         for path, cause in failed.items())
     return failed
 
 
