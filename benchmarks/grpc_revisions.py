@@ -36,9 +36,12 @@ from flask import Flask
 sys.path.insert(0, sys.argv[1])
 from flask_predict import FlaskPredict
 try:
-    from flask_predict.process.server import start_grpc
-except ImportError:  # trees before the modules were grouped into packages
-    from flask_predict.server import start_grpc
+    from flask_predict.process.worker_hooks import start_grpc
+except ImportError:  # trees before the worker's hooks had a module of their own
+    try:
+        from flask_predict.process.server import start_grpc
+    except ImportError:  # trees before the modules were grouped into packages
+        from flask_predict.server import start_grpc
 from flask_predict_sklearn import SklearnPredictor
 app = Flask("bench")
 app.config.update(PREDICT_MODELS={"lr": {"base_path": sys.argv[2] + "/lr",

@@ -21,6 +21,7 @@ from .openapi.view import bp as openapi
 from .predictor import Predictor
 from .request.protocol_table import descriptors
 from .settings.app import read_settings
+from .settings.config import Settings
 from .web import observe
 from .web.current import get_state
 
@@ -52,18 +53,19 @@ class FlaskPredict:
         """The class for predictor *name*: registered here, else an installed plugin."""
         return self._local.get(name) or load_predictor_class(name)
 
-    def init_app(self, app: Flask) -> None:
-        """Load this app's models and add the protocol routes to it."""
+    def init_app(self, app: Flask, settings: Settings | None = None) -> None:
+        """Load this app's models and add the protocol routes to it; *settings*: those
+        already read from the same config (the standalone server's), else read here."""
         if EXTENSION_KEY in app.extensions:
             raise RuntimeError("A 'FlaskPredict' instance is already registered on this app.")
-        settings = read_settings(app.config)
+        if settings is None:
+            settings = read_settings(app.config)
         if settings.process.manage:
             runtime.prepare_process(settings.process.threads, settings.process.gpus, settings.process.worker_index)
         # under the packaged server, the plugins that cannot be forked run in the runner
         lookup, runner = runner_lookup(self.predictor_class, settings.process.worker_index)
         load = runner_loader(self.predictor_class) if runner is not None else None
-        state = assemble(settings, app.config.get("PREDICT_MODELS"), lookup, inherited(),
-                         start=False, load=load)
+        state = assemble(settings, lookup, inherited(), start=False, load=load)
         if runner is not None:
             state.service.ready_checks.append(runner_readiness(runner, state.service))
             if state.metrics is not None:

@@ -18,7 +18,7 @@ import os
 from typing import Any
 
 from .cli.serve import rest_port_value
-from .process import master, server, server_logs
+from .process import master, server, server_logs, worker_hooks
 
 __all__ = ["bind", "workers", "worker_class", "preload_app", "timeout", "graceful_timeout",
            "worker_tmp_dir", "keepalive", "control_socket_disable", "logger_class",
@@ -103,24 +103,24 @@ def pre_fork(server_: Any, worker: Any) -> None:
 
 def post_fork(server_: Any, worker: Any) -> None:
     # a TERM, INT or QUIT sent before the worker's own signal handlers are set stops it
-    server.honour_early_stop(server_)
+    worker_hooks.honour_early_stop(server_)
     # flask_predict's own lines (models loaded, failed requests) go to gunicorn's error log
     # at $LOG_LEVEL. Not logconfig_dict: that would make gunicorn build every request's
     # access-log fields even with no access log.
     server_logs.route_logs(worker.log.error_log, os.environ.get("LOG_LEVEL", "INFO"))
     # thread pools and GPU of this worker, before it imports any framework
-    server.worker_started(worker)
+    worker_hooks.worker_started(worker)
 
 
 def post_worker_init(worker: Any) -> None:
     # models load in the background: readiness once they are in. A worker that another
     # ready worker covers accepts nothing until its models are in (it beats meanwhile);
     # at the server's start every worker accepts at once and liveness answers.
-    server.worker_loaded(worker.wsgi, worker)
-    server.hold_until_serving(worker.wsgi, worker)
+    worker_hooks.worker_loaded(worker.wsgi, worker)
+    worker_hooks.hold_until_serving(worker.wsgi, worker)
     worker.log.info("flask_predict: worker %s serving", worker.pid)
     # every worker serves gRPC for its own models on the one shared port (SO_REUSEPORT)
-    server.start_grpc(worker.wsgi)
+    worker_hooks.start_grpc(worker.wsgi)
 
 
 def child_exit(server_: Any, worker: Any) -> None:
@@ -137,7 +137,7 @@ def on_exit(server_: Any) -> None:
 
 def post_request(worker: Any, req: Any, environ: dict[str, Any], resp: Any) -> None:
     # after a large request, give the freed heap back to the system (glibc malloc_trim)
-    server.request_done(environ)
+    worker_hooks.request_done(environ)
 
 
 def worker_exit(server_: Any, worker: Any) -> None:
@@ -145,4 +145,4 @@ def worker_exit(server_: Any, worker: Any) -> None:
     # really loaded the app.
     app = getattr(worker, "wsgi", None)
     if app is not None:
-        server.close_worker(app)
+        worker_hooks.close_worker(app)

@@ -13,6 +13,7 @@ from flask import Flask, Response, request
 from werkzeug.exceptions import HTTPException
 
 from .extension import FlaskPredict
+from .process import server_settings
 from .process.url_cache import MatchCachingMap
 from .web.protocol_http import json_response
 from .settings.environ import server_config
@@ -33,7 +34,8 @@ def create_app() -> Flask:
     # the server answers liveness while its models load, readiness once they are in, and
     # serves /openapi.json
     app.config.update(server_config())  # FLASK_PREDICT_MODELS='{...}' -> PREDICT_MODELS
-    predict.init_app(app)  # runs inside each worker: loads that worker's models
+    # runs inside each worker: loads that worker's models, with the settings it read
+    predict.init_app(app, server_settings.read_here())
     app.register_error_handler(HTTPException, unknown_route)
     return app
 

@@ -8,7 +8,7 @@ from typing import Any, Iterator
 from flask import Flask
 
 from flask_predict import FlaskPredict
-from flask_predict.process.server import start_grpc, stop_grpc
+from flask_predict.process.worker_hooks import start_grpc, stop_grpc
 
 
 def serving(model_config: dict[str, Any], **settings: Any) -> Iterator[tuple[Flask, int]]:

@@ -10,7 +10,6 @@ app at all, and ``flask-predict check`` and the Python API build from the same p
 
 from __future__ import annotations
 
-from typing import Any
 
 from ..models import startup
 from ..models.control import ModelControl
@@ -28,13 +27,13 @@ from .service import ModelService
 from .state import PredictState
 
 
-def assemble(settings: Settings, models: Any = None,
-             lookup: PredictorLookup = load_predictor_class, shelf: Shelf | None = None,
-             start: bool = True, warm: bool = True, load: Loader | None = None) -> PredictState:
+def assemble(settings: Settings, lookup: PredictorLookup = load_predictor_class,
+             shelf: Shelf | None = None, start: bool = True, warm: bool = True,
+             load: Loader | None = None) -> PredictState:
     """The core of one app, from *settings* (:func:`flask_predict.settings.config.read_settings`).
 
-    *models* is the raw ``PREDICT_MODELS`` value (the watcher re-reads the config file, not
-    it); *lookup* finds a predictor class by plugin name; *shelf* is what a gunicorn worker
+    The watcher re-reads the config file, never ``PREDICT_MODELS``
+    (:attr:`~flask_predict.settings.config.Settings.environment_models`); *lookup* finds a predictor class by plugin name; *shelf* is what a gunicorn worker
     inherited from its master. Without ``PREDICT_LOAD_IN_BACKGROUND`` every model is loaded
     here, and one that does not load raises :class:`~flask_predict.models.startup.StartFailed`;
     with it, the watcher loads them on its thread (started here unless *start* is false).
@@ -51,7 +50,7 @@ def assemble(settings: Settings, models: Any = None,
     # models unloaded through the V2 repository extension, shared by the workers
     unloaded = StateDir(settings.process.state_dir).names(UNLOADED_MODELS) if watched else None
     repository, watcher = model_store(
-        settings.models, models, settings.model_config_file,
+        settings.models, settings.environment_models, settings.model_config_file,
         settings.loading.poll_seconds if watched else None, lookup,
         listener=metrics.model_event if metrics else None, shelf=shelf,
         load_first=background, unloaded=unloaded, warm=warm, load=load)

@@ -8,5 +8,5 @@ server, over the same loaded models (docs/protocols/grpc.md).
   service, encode, as the REST routes of the same protocol do;
 * :mod:`.handlers` binds servicers to rpcs and maps errors to status codes;
 * :mod:`.server` runs one server per worker process (started by
-  :func:`flask_predict.process.server.start_grpc`, never in gunicorn's master).
+  :func:`flask_predict.process.worker_hooks.start_grpc`, never in gunicorn's master).
 """

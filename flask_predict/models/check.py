@@ -26,7 +26,7 @@ from .repository import plugin_for
 from .served import ServedModel
 from ..predictor import Predictor
 from ..settings.model_config import load_models
-from ..storage import shown
+from ..storage import local_path, shown
 from ..storage.uri import is_remote
 from ..types import ModelMetadata, ModelSpec, TensorSpec
 
@@ -132,7 +132,7 @@ def check_specs(specs: tuple[ModelSpec, ...],
 
 
 def _on_disk(served: ServedModel) -> list[int]:
-    return sorted(version_folders(served.spec.base_path))
+    return sorted(version_folders(local_path(served.spec.base_path)))
 
 
 def _versions(served: ServedModel, seconds: Mapping[tuple[str, int], float]

@@ -20,7 +20,7 @@ from typing import Callable, Iterable, Mapping
 from .startup import LoadFailure, check_first_load, cause_of
 from ..errors import ConfigError, ModelNotFound
 from ..predictor import Predictor
-from ..storage import shown
+from ..storage import fetch, is_remote, local_path, shown
 from ..types import ModelSpec
 from ..storage.artifacts import artifact_file, tree_stamp, version_folders, version_path
 from .loading import load_version
@@ -36,7 +36,7 @@ Loader = Callable[["type[Predictor]", ModelSpec, int, str], Predictor]
 """``load(cls, spec, version, path)`` -> the predictor (default: ``cls.from_path``)."""
 SharedVersion = Callable[[ModelSpec, int], bool]
 """Whether a version of a model is loaded once, in the gunicorn master
-(:class:`flask_predict.models.sharing.Shareable`)."""
+(:class:`flask_predict.models.shareable.Shareable`)."""
 LoadListener = Callable[[str, str, int, float], None]
 """Told ``(event, model, version, seconds)`` when a version is ``"loaded"``, ``"failed"`` to
 load, or ``"unloaded"`` (retired; seconds 0): what the metrics count."""
@@ -77,6 +77,10 @@ class ModelRepository:
         self.first_sync = threading.Event()
         """Set once the first :meth:`sync` is done (every configured model tried once)."""
         self._warned: set[str] = set()
+        self._fetched: set[str] = set()
+        """The remote base paths whose first sync was tried (the watcher's polls follow)."""
+        self._problems: dict[str, str] = {}
+        """Why a remote base path's first sync failed: its model's cause until it loads."""
 
     @classmethod
     def load(cls, specs: Iterable[ModelSpec], lookup: PredictorLookup,
@@ -153,6 +157,12 @@ class ModelRepository:
         """
         with self.lock:
             specs = list(specs)
+            # a remote path's first download, here where its model loads (KServe's load)
+            self._problems.update(fetch((spec.base_path, spec.serves) for spec in specs
+                                        if is_remote(spec.base_path)
+                                        and spec.base_path not in self._fetched))
+            self._fetched.update(spec.base_path for spec in specs)
+            problems = self._problems
             for spec in specs:  # known at once, not ready until loaded (503, not 404)
                 if spec.name not in self._models:
                     self._publish(ServedModel(spec))
@@ -175,7 +185,8 @@ class ModelRepository:
                     served = ServedModel(spec)
                 else:
                     served = ServedModel(spec, served.versions, served.statuses)
-                self._refresh(served, failed.get(spec.name, {}))
+                self._refresh(served, failed.get(spec.name, {}),
+                              problems.get(spec.base_path))
             # the configuration's order, which is also the order of names()
             self._models = {spec.name: self._models[spec.name] for spec in specs}
             self._synced = True
@@ -184,20 +195,22 @@ class ModelRepository:
     def _publish(self, served: ServedModel) -> None:
         self._models = {**self._models, served.name: served}
 
-    def _refresh(self, served: ServedModel, failed: Mapping[int, VersionStatus]) -> None:
+    def _refresh(self, served: ServedModel, failed: Mapping[int, VersionStatus],
+                 problem: str | None = None) -> None:
         """Load the versions of *served*'s model its policy wants and drop the others. A
-        shared version (:class:`~flask_predict.models.sharing.Shareable`) is the master's: a worker
+        shared version (:class:`~flask_predict.models.shareable.Shareable`) is the master's: a worker
         takes it from what it inherited, or waits for a worker forked after the master
         loaded it (the master's failures since the fork: *failed*); the master loads only
         those."""
         spec = served.spec
-        on_disk = version_folders(spec.base_path)
+        folder = local_path(spec.base_path)
+        on_disk = version_folders(folder)
         empty = (f"model {spec.name!r}: no numbered version folder in "
                  f"{shown(spec.base_path)!r}")
         if not on_disk:
             if self._synced:  # at start, the start-up rule says it
                 self._warn_once(f"{empty}; the versions loaded stay served")
-            self._publish(served)
+            self._publish(ServedModel(spec, served.versions, served.statuses, problem))
             return
         self._warned.discard(f"{empty}; the versions loaded stay served")
         # versions dropped by the previous sync have been closed since: UNLOADING -> END
@@ -216,7 +229,7 @@ class ModelRepository:
             # a version that failed is tried again once something in its folder changes
             status = statuses.get(version)
             return not (status and status.error and status.stamp == tree_stamp(
-                version_path(spec.base_path, version)))
+                version_path(folder, version)))
 
         candidates = [v for v in on_disk if v in versions or usable(v)]
         # a shared version the master had not loaded at the fork: a worker forked after
@@ -275,7 +288,7 @@ class ModelRepository:
         """*version* loaded here, or taken from the master; ``None`` when it did not load
         (its status says why) or the master had not loaded it at the fork."""
         if source == "load":
-            stamp = tree_stamp(version_path(spec.base_path, version))
+            stamp = tree_stamp(version_path(local_path(spec.base_path), version))
             return self._load_version(spec, version, stamp, statuses)
         held = self._held(spec)
         assert held is not None  # pending versions are not loaded
@@ -283,7 +296,7 @@ class ModelRepository:
 
     def _load_version(self, spec: ModelSpec, version: int, stamp: float,
                       statuses: dict[int, VersionStatus]) -> LoadedVersion | None:
-        path = version_path(spec.base_path, version)
+        path = version_path(local_path(spec.base_path), version)
         start = time.perf_counter()
         predictor = None
         try:
@@ -325,7 +338,7 @@ class ModelRepository:
         would log it (at start, the start-up rule reports it)."""
         logger.log(logging.ERROR if self._synced else logging.DEBUG, "flask_predict: %s",
                    LoadFailure(spec.name, version,
-                               artifact_file(version_path(spec.base_path, version)), cause))
+                               artifact_file(version_path(local_path(spec.base_path), version)), cause))
 
     def _take(self, spec: ModelSpec, theirs: LoadedVersion) -> LoadedVersion:
         """This worker's hold on a version the master loaded: set up per process, warmed up

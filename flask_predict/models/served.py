@@ -150,6 +150,8 @@ class ServedModel:
     spec: ModelSpec
     versions: Mapping[int, LoadedVersion] = field(default_factory=dict)
     statuses: Mapping[int, VersionStatus] = field(default_factory=dict)
+    problem: str | None = None
+    """Why it has no version folder to load, when its store could not be read at start."""
 
     @property
     def name(self) -> str:

@@ -6,7 +6,7 @@ per worker. A version whose plugin's manifest says ``shared`` (scikit-learn and 
 custom class whose model sets ``"shared": true``) is loaded in the master instead
 (:class:`MasterModels`): ``fork`` hands every worker the master's pages copy-on-write, and
 ``gc.freeze()`` keeps the garbage collector from writing to the objects loaded so far, so
-those pages stay shared. The decision is made per version folder (:class:`Shareable`): a
+those pages stay shared. The decision is made per version folder (:class:`~.shareable.Shareable`): a
 version in a framework that does not survive a fork (TensorFlow) loads in each worker, and
 the master never imports that framework. A worker's repository serves the shared versions it
 inherited (the :class:`~flask_predict.models.served.Shelf`, :func:`inherited`) and loads the others.
@@ -42,14 +42,13 @@ from pathlib import Path
 from typing import Any, Callable, Iterable, Mapping
 
 from ..runtime.memory import release
-from ..errors import ConfigError
 from ..predictor import Predictor
 from ..types import ModelSpec
-from ..storage.artifacts import version_folders, version_path
 from .loading import load_version
-from .plugins import Manifest, detect_predictor, load_predictor_class, manifests
+from .plugins import load_predictor_class
 from .repository import NotShared
 from .served import LoadedVersion, ServedModel, Shelf, VersionStatus, close_predictor
+from .shareable import Shareable
 
 logger = logging.getLogger(__name__)
 
@@ -61,60 +60,6 @@ def inherited() -> Shelf | None:
     """The models this process inherited from its gunicorn master; ``None`` in a process that
     loads everything itself (an embedding app, sharing turned off)."""
     return _shelf
-
-
-class Shareable:
-    """Which versions the master loads: those whose plugin's manifest says ``shared`` for
-    their model's options. The plugin is the one the model names, else the one detected on
-    that version's folder, so a model whose version 1 is scikit-learn and version 2 a
-    TensorFlow SavedModel has version 1 loaded once in the master and version 2 in each
-    worker. Decided from manifests only (no framework is imported), the same in the master
-    and every worker (a fork inherits this object), again when a version folder changes.
-
-    A version whose load in the master left a thread or an open descriptor behind is
-    *declined*: it loads in each worker from then on (:meth:`decline`)."""
-
-    def __init__(self, found: Mapping[str, Manifest] | None = None) -> None:
-        self._manifests = manifests() if found is None else dict(found)
-        self._decided: dict[tuple[str, int], tuple[float, bool]] = {}
-        self.declined: frozenset[tuple[str, int]] = frozenset()
-
-    def __call__(self, spec: ModelSpec, version: int) -> bool:
-        """Whether *version* of *spec* is loaded once, in the master."""
-        key = (_spec_key(spec), version)
-        if key in self.declined:
-            return False
-        path = version_path(spec.base_path, version)
-        try:
-            stamp = os.stat(path).st_mtime
-        except OSError:
-            return False
-        decided = self._decided.get(key)
-        if decided is not None and decided[0] == stamp:
-            return decided[1]
-        plugin = spec.predictor
-        if plugin is None:
-            try:
-                plugin = detect_predictor(path, spec.options, self._manifests)
-            except ConfigError:
-                return False  # the worker's own load reports it
-        manifest = self._manifests.get(plugin)
-        shared = manifest is not None and manifest.shares(spec.options)
-        self._decided[key] = (stamp, shared)
-        return shared
-
-    def any_version(self, spec: ModelSpec) -> bool:
-        """Whether some version folder of *spec* is shared (the master syncs that model)."""
-        return any(self(spec, version) for version in version_folders(spec.base_path))
-
-    def decline(self, spec: ModelSpec, version: int) -> None:
-        """Load *version* of *spec* in each worker from now on."""
-        self.declined = self.declined | {(_spec_key(spec), version)}
-
-
-def _spec_key(spec: ModelSpec) -> str:
-    return repr((spec.name, spec.base_path, spec.predictor,
-                 sorted(spec.options.items(), key=str)))
 
 
 class FailureBoard:
@@ -162,7 +107,8 @@ class MasterModels:
     stay loaded here (the workers stop serving them), so loading them again is immediate.
     """
 
-    def __init__(self, specs: tuple[ModelSpec, ...], models: Any, config_file: str | None,
+    def __init__(self, specs: tuple[ModelSpec, ...], fixed: tuple[ModelSpec, ...] | None,
+                 config_file: str | None,
                  poll_seconds: float, shareable: Shareable | None = None,
                  state_dir: str | None = None,
                  lookup: Callable[[str], type[Predictor]] = load_predictor_class) -> None:
@@ -171,7 +117,7 @@ class MasterModels:
         from .store import model_store
 
         self.repository, watcher = model_store(
-            specs, models, config_file, poll_seconds, self._lookup, shared=self.shareable,
+            specs, fixed, config_file, poll_seconds, self._lookup, shared=self.shareable,
             load=self._load_alone, select=self.shareable.any_version)
         assert watcher is not None  # a poll interval was given
         self.watcher = watcher

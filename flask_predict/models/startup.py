@@ -30,7 +30,7 @@ from ..storage.artifacts import artifact_file, version_folders, version_path
 from .plugins import check_options, detect_predictor, install_hint, installed_names, manifests
 from .served import ServedModel
 from ..settings.model_config import MODEL_KEYS
-from ..storage import shown
+from ..storage import is_remote, local_path, shown
 from ..types import ModelSpec
 
 logger = logging.getLogger(__name__)
@@ -98,13 +98,14 @@ def failures(models: Iterable[ServedModel]) -> list[LoadFailure]:
     found: list[LoadFailure] = []
     for served in models:
         if not served.statuses and not served.versions:
-            found.append(LoadFailure(served.name, None, served.spec.base_path,
-                                     "its version policy serves none of the version folders"
-                                     if version_folders(served.spec.base_path) else
-                                     "no numbered version folder"))
+            cause = served.problem or (
+                "its version policy serves none of the version folders"
+                if version_folders(local_path(served.spec.base_path)) else
+                "no numbered version folder")
+            found.append(LoadFailure(served.name, None, served.spec.base_path, cause))
         for version, status in sorted(served.statuses.items()):
             if status.error:
-                path = version_path(served.spec.base_path, version)
+                path = version_path(local_path(served.spec.base_path), version)
                 found.append(LoadFailure(served.name, version, artifact_file(path),
                                          status.cause or status.error))
     return found
@@ -189,12 +190,15 @@ def _check_model(spec: ModelSpec, plugins: list[str], found: Mapping[str, Any]) 
         raise ConfigError(f"model {spec.name!r}: no predictor {spec.predictor!r}"
                           f"{did_you_mean(spec.predictor, plugins)}; installed: {plugins}"
                           f"{install_hint(spec.predictor)}")
-    versions = version_folders(spec.base_path)
+    folder = local_path(spec.base_path)
+    versions = version_folders(folder)
+    if not versions and is_remote(spec.base_path):
+        return  # not downloaded yet: the first load fetches it and reports what fails
     if not versions:
         raise ConfigError(shown(f"model {spec.name!r}: no numbered version folder in "
                                 f"{spec.base_path!r}{_version_hint(spec.base_path)}"))
     predictor = spec.predictor or detect_predictor(
-        version_path(spec.base_path, max(versions)), spec.options, found)
+        version_path(folder, max(versions)), spec.options, found)
     try:
         check_options(spec.name, predictor, spec.options, found)
     except ConfigError as exc:

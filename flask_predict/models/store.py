@@ -12,7 +12,8 @@ from .served import Shelf
 from .watcher import Watcher
 
 
-def model_store(specs: tuple[ModelSpec, ...], models: Any, config_file: str | None,
+def model_store(specs: tuple[ModelSpec, ...], fixed: tuple[ModelSpec, ...] | None,
+                config_file: str | None,
                 poll_seconds: float | None, lookup: PredictorLookup, *,
                 listener: LoadListener | None = None, shelf: Shelf | None = None,
                 shared: SharedVersion | None = None, load: Loader | None = None,
@@ -33,5 +34,5 @@ def model_store(specs: tuple[ModelSpec, ...], models: Any, config_file: str | No
         repository.announce(spec for spec in specs if spec.name not in skipped)
     if poll_seconds is None:
         return repository, None
-    return repository, Watcher(repository, models, config_file, poll_seconds, specs,
+    return repository, Watcher(repository, fixed, config_file, poll_seconds, specs,
                                load_first=load_first, unloaded=unloaded, select=select)

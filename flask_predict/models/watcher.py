@@ -28,10 +28,10 @@ import logging
 import os
 import threading
 import time
-from typing import Any, Callable
+from typing import Callable
 
 from ..errors import PredictError
-from ..settings.model_config import load_models
+from ..settings.model_config import with_config_file
 from .. import storage
 from ..types import ModelSpec
 from .repository import ModelRepository
@@ -47,7 +47,8 @@ class Watcher:
     """Polls the model configuration and folders of one app in one process.
 
     :param repository: the app's models.
-    :param models: the ``PREDICT_MODELS`` value read by ``init_app`` (fixed while serving).
+    :param fixed: the models of ``PREDICT_MODELS`` (fixed while serving: the environment
+        of a running process does not change), parsed once with the settings.
     :param config_file: ``PREDICT_MODEL_CONFIG_FILE``, re-read on every poll, or ``None``.
     :param poll_seconds: the pause between two polls; 0 with *load_first* loads once.
     :param load_first: load the models at once when the thread starts (the worker serves
@@ -57,12 +58,13 @@ class Watcher:
         syncs the shared ones, :mod:`flask_predict.models.sharing`); default: all.
     """
 
-    def __init__(self, repository: ModelRepository, models: Any, config_file: str | None,
+    def __init__(self, repository: ModelRepository, fixed: tuple[ModelSpec, ...] | None,
+                 config_file: str | None,
                  poll_seconds: float, specs: tuple[ModelSpec, ...],
                  load_first: bool = False, unloaded: NameSet | None = None,
                  select: Callable[[ModelSpec], bool] | None = None) -> None:
         self.repository = repository
-        self.models = models
+        self.fixed = fixed or ()
         self.config_file = config_file
         self.poll_seconds = poll_seconds
         self.specs = specs
@@ -195,6 +197,11 @@ class Watcher:
     def _sync(self) -> None:
         try:
             self.specs = self.read_specs()
+            if self.select is not None:
+                # the master: a remote model's files, fetched first, say whether it is shared
+                unloaded = self.unloaded.read() if self.unloaded is not None else frozenset()
+                storage.fetch((spec.base_path, spec.serves) for spec in self.specs
+                              if spec.name not in unloaded)
             served = self.served(self.specs)
             # remote model paths: each mirror follows its store on a thread of its own, so
             # a store that does not answer holds up only its models
@@ -214,7 +221,7 @@ class Watcher:
         """The configured models now (the config file as it is on disk)."""
         if self.config_file is None:
             return self.specs
-        return load_models(self.models, self.config_file)
+        return with_config_file(self.fixed, self.config_file)
 
     def _report(self, exc: Exception) -> None:
         """Log a failure once per cause; the models already loaded go on serving."""

@@ -23,8 +23,7 @@ from typing import Any, Callable
 from ..runtime import resources as runtime
 from ..models import startup
 from ..models.sharing import MasterModels
-from ..settings.app import read_settings
-from ..settings.environ import server_config
+from . import server_settings
 from .rolling import Rollout, WorkerPool
 from .runners import Runners
 from .server import STATE_DIR_VARIABLE, WORKER_BOOT_ERROR, ready_marks
@@ -69,7 +68,7 @@ def start_runners() -> None:
     unless ``PREDICT_RUNNER`` is off or no model is configured: one per GPU the workers
     would use, else one for the machine."""
     global _runners
-    settings = read_settings(server_config())
+    settings = server_settings.current()
     if not settings.loading.runner or not (settings.models or settings.model_config_file):
         return
     gpus = settings.process.gpus if settings.process.gpus is not None \
@@ -84,8 +83,7 @@ def share_models(arbiter: Any) -> None:
     on a thread of the master, replacing the workers one at a time whenever what it holds
     changes (:mod:`flask_predict.process.rolling`)."""
     global _models
-    config = server_config()
-    settings = read_settings(config)
+    settings = server_settings.current()
     if not settings.loading.shared_models or not (settings.models or settings.model_config_file):
         return
     route_logs(arbiter.log.error_log, os.environ.get("LOG_LEVEL", "INFO"))
@@ -93,7 +91,7 @@ def share_models(arbiter: Any) -> None:
     # outlive a load into the workers' fork (each worker sizes its own afterwards)
     runtime.limit_threads(1)
     started = time.perf_counter()
-    models = MasterModels(settings.models, config.get("PREDICT_MODELS"),
+    models = MasterModels(settings.models, settings.environment_models,
                           settings.model_config_file, settings.loading.poll_seconds,
                           state_dir=os.environ.get(STATE_DIR_VARIABLE))
     load_listening(arbiter, models.load)

@@ -14,16 +14,16 @@ from gunicorn.glogging import Logger
 
 from ..errors import ConfigError
 from ..observability import access_log, logs
-from ..settings.app import read_settings
 from ..settings.config import Settings
 from ..settings.environ import server_config
+from . import server_settings
 
 
 def announce(arbiter: Any) -> None:
     """In the master, listening: one line saying what serves where (the URLs of the REST
     routes, gRPC, the status page, the metrics and the API document) and which models."""
     try:
-        settings = read_settings(server_config())
+        settings = server_settings.current()
     except ConfigError:
         return  # the configuration check has said why
     arbiter.log.info("flask_predict: %s", where_line(settings, [str(listener) for listener

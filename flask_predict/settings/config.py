@@ -19,7 +19,7 @@ from .payload_log import DEFAULTS as PAYLOAD_LOG_DEFAULTS
 from .batching import BATCHING_DEFAULTS, BatchingSettings, read_batching
 from ..storage import CACHE_VARIABLE, cache_root
 from ..types import Limits, ModelSpec
-from .model_config import load_models
+from .model_config import environment_models, with_config_file
 from .parts import (AuthSettings, GrpcSettings, LoadingSettings, ObservabilitySettings,
                     PageSettings, ProcessSettings, read_auth, read_grpc, read_loading,
                     read_observability, read_pages, read_process)
@@ -118,6 +118,9 @@ class Settings:
     """Each protocol's own settings, by protocol name, as its ``Section`` read them."""
     batching: BatchingSettings = field(default_factory=BatchingSettings)
     """``PREDICT_BATCHING*``: what the runner batches (:mod:`flask_predict.runner`)."""
+    environment_models: tuple[ModelSpec, ...] = ()
+    """The models of ``PREDICT_MODELS`` (fixed while serving), the first of :attr:`models`;
+    the watcher reads the config file's again on every poll."""
 
     def model(self, name: str) -> ModelSpec | None:
         return next((spec for spec in self.models if spec.name == name), None)
@@ -157,7 +160,8 @@ def settings_from(config: Mapping[str, Any], protocols: Mapping[str, Section | N
     process = read_process(values)
     check_storage_cache(values["PREDICT_STORAGE_CACHE"])
     config_file = values["PREDICT_MODEL_CONFIG_FILE"]
-    models = load_models(values["PREDICT_MODELS"], config_file)
+    fixed = environment_models(values["PREDICT_MODELS"])
+    models = with_config_file(fixed, config_file)
     return Settings(
         models=models,
         protocols=tuple(served),
@@ -182,6 +186,7 @@ def settings_from(config: Mapping[str, Any], protocols: Mapping[str, Section | N
         sections={name: section.read(values, models)
                   for name, section in protocol_sections.items()},
         batching=read_batching(values),
+        environment_models=fixed,
     )
 
 

@@ -11,7 +11,7 @@ from typing import Any, Mapping
 
 from ..errors import ConfigError
 from .batching import model_batching
-from ..storage import resolve
+from ..storage import is_remote, parse_uri
 from ..types import ModelSpec, VersionPolicy
 from .values import number_value, timeout_value
 
@@ -23,9 +23,21 @@ MODEL_KEYS = frozenset({"base_path", "predictor", "version_policy", "version_lab
 
 def load_models(models: Any, config_file: str | os.PathLike[str] | None) -> tuple[ModelSpec, ...]:
     """The model specs from ``PREDICT_MODELS`` and the config file, names unique."""
-    specs: list[ModelSpec] = []
-    if models is not None:
-        specs.extend(parse_models(models, base_dir=None, origin="PREDICT_MODELS"))
+    return with_config_file(environment_models(models), config_file)
+
+
+def environment_models(models: Any) -> tuple[ModelSpec, ...]:
+    """The model specs of the ``PREDICT_MODELS`` value *models* (``None``: none)."""
+    if models is None:
+        return ()
+    return tuple(parse_models(models, base_dir=None, origin="PREDICT_MODELS"))
+
+
+def with_config_file(fixed: tuple[ModelSpec, ...],
+                     config_file: str | os.PathLike[str] | None) -> tuple[ModelSpec, ...]:
+    """*fixed* (``PREDICT_MODELS``'s) and the config file's model specs, names unique: what
+    the watcher reads again on every poll, the file as it is now."""
+    specs = list(fixed)
     if config_file:
         specs.extend(read_model_config_file(config_file))
     seen: set[str] = set()
@@ -122,8 +134,11 @@ def _model_spec(name: str, entry: Any, base_dir: Path | None, origin: str) -> Mo
         batching=model_batching(entry.get("batching"), where),
         runner=_runner(entry.get("runner", True), where),
     )
-    # a remote path: only the versions its policy serves are downloaded
-    base_path = Path(os.path.expanduser(resolve(str(entry["base_path"]), spec.serves)))
+    configured = str(entry["base_path"])
+    if is_remote(configured):  # downloaded where the model loads, never while reading
+        parse_uri(configured)  # a malformed URI is a configuration error
+        return replace(spec, base_path=configured)
+    base_path = Path(os.path.expanduser(configured))
     if base_dir is not None and not base_path.is_absolute():
         base_path = base_dir / base_path
     if not base_path.is_dir():

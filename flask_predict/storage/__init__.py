@@ -2,11 +2,14 @@
 local cache before anything loads them, so the rest of flask_predict only ever sees local
 version folders (see docs/storage.md).
 
-Calls made where model paths are resolved: :func:`resolve` turns a model path into the
-local base path to serve (a remote one: its mirror, synced once before the first load);
-:func:`poll`, on every poll of the watcher, brings each mirror in line with its store, each
-on its own thread (:func:`refresh` does one, here). Both download only the versions the
-model's policy chooses (a *choose* function).
+A model's configured ``base_path`` stays what the user wrote (settings do no I/O);
+:func:`local_path` names the folder its versions are read from (a remote one: its mirror),
+without touching the network. Calls made where models are loaded: :func:`fetch` runs the
+first sync of each remote path before the first load, each on its own thread, and says
+which stores could not be read; :func:`resolve` does one, here; :func:`poll`, on every
+poll of the watcher, brings each mirror in line with its store, each on its own thread
+(:func:`refresh` does one, here). All download only the versions the model's policy
+chooses (a *choose* function).
 """
 
 from __future__ import annotations
@@ -17,6 +20,7 @@ import logging
 import os
 import re
 import tempfile
+import threading
 from typing import Iterable
 
 from .cache import Choice, Mirror
@@ -24,8 +28,8 @@ from .polls import poll_mirrors
 from .store import StorageError, Store
 from .uri import RemoteUri, is_remote, parse_uri
 
-__all__ = ["Choice", "StorageError", "cache_root", "is_remote", "poll", "refresh", "resolve",
-           "shown"]
+__all__ = ["Choice", "StorageError", "cache_root", "fetch", "is_remote", "local_path",
+           "parse_uri", "poll", "refresh", "resolve", "shown"]
 
 logger = logging.getLogger(__name__)
 
@@ -40,6 +44,17 @@ def cache_root() -> str:
         tempfile.gettempdir(), f"flask-predict-{os.getuid()}", "storage")
 
 
+def local_path(path: str) -> str:
+    """The folder the versions of model path *path* are read from: *path* itself when
+    local, a remote one's mirror in the cache (which may not exist yet). No I/O."""
+    if not is_remote(path):
+        return path
+    uri = parse_uri(path)
+    digest = hashlib.sha256(str(uri).encode()).hexdigest()[:12]
+    leaf = uri.prefix.rsplit("/", 1)[-1] or uri.bucket
+    return os.path.join(cache_root(), uri.scheme, uri.bucket, f"{leaf}-{digest}")
+
+
 def resolve(path: str, choose: Choice | None = None) -> str:
     """The local base path that serves model path *path*: *path* itself when local; for a
     remote one its mirror, synced first if no process of this machine has yet (a
@@ -47,27 +62,63 @@ def resolve(path: str, choose: Choice | None = None) -> str:
     downloading the versions *choose* takes of those listed (default: all)."""
     if not is_remote(path):
         return path
-    uri = parse_uri(path)
-    digest = hashlib.sha256(str(uri).encode()).hexdigest()[:12]
-    leaf = uri.prefix.rsplit("/", 1)[-1] or uri.bucket
-    mirror = Mirror(os.path.join(cache_root(), uri.scheme, uri.bucket, f"{leaf}-{digest}"),
-                    uri, open_store, choose)
+    mirror = Mirror(local_path(path), parse_uri(path), open_store, choose)
     mirror.create()
     mirror.sync(first=True, poll_seconds=0)
     return mirror.folder
+
+
+_first_failed: dict[str, tuple[int, str]] = {}
+"""The mirror folders whose first sync failed, with the process that tried and the cause: a
+process forked after it (a worker of the master that tried) leaves them to its polls."""
+
+
+def fetch(paths: Iterable[tuple[str, Choice | None]]) -> dict[str, str]:
+    """The first sync of every remote path of *paths* (each with its *choose*), each on its
+    own thread, before the first load of its model; returns once every one has finished
+    (the store's timeouts bound a store that hangs), the cause of each that could not be
+    read by path. A path whose first sync failed in the process this one was forked from
+    is not tried again here (its polls are :func:`poll`'s)."""
+    failed: dict[str, str] = {}
+
+    def first_sync(path: str, choose: Choice | None) -> None:
+        try:
+            resolve(path, choose)
+        except Exception as exc:
+            failed[path] = exc.message if isinstance(exc, StorageError) else \
+                f"{path}: {type(exc).__name__}: {exc}"
+
+    threads = []
+    for path, choose in dict(paths).items():
+        if not is_remote(path):
+            continue
+        tried = _first_failed.get(local_path(path))
+        if tried is not None and tried[0] != os.getpid():
+            failed[path] = tried[1]
+            continue
+        thread = threading.Thread(target=first_sync, args=(path, choose), daemon=True,
+                                  name=f"flask-predict-fetch {path}")
+        thread.start()
+        threads.append(thread)
+    for thread in threads:
+        thread.join()
+    _first_failed.update((local_path(path), (os.getpid(), cause))
+                         for path, cause in failed.items())
+    return failed
 
 
 def poll(paths: Iterable[tuple[str, Choice | None]], poll_seconds: float,
          wait: float) -> None:
     """One poll of every remote base path of *paths* (each with its *choose*), each on its
     own thread, waiting up to *wait* seconds for them (:mod:`.polls`); never raises."""
-    poll_mirrors(paths, poll_seconds, wait, open_store)
+    poll_mirrors([(local_path(path), choose) for path, choose in paths], poll_seconds, wait,
+                 open_store)
 
 
 def refresh(base_path: str, poll_seconds: float, choose: Choice | None = None) -> None:
     """One poll of the mirror in *base_path* (nothing for a local folder), here; never
     raises: a failure is logged by the mirror, with backoff, and the cached versions stay."""
-    mirror = Mirror.at(base_path, open_store, choose)
+    mirror = Mirror.at(local_path(base_path), open_store, choose)
     if mirror is None:
         return
     try:

@@ -18,7 +18,7 @@ from flask_predict.request import protocol_table
 from flask_predict.settings.app import read_settings
 from flask_predict.settings.environ import config_from_environ
 from flask_predict.grpc.messages import message_class
-from flask_predict.process.server import start_grpc, stop_grpc
+from flask_predict.process.worker_hooks import start_grpc, stop_grpc
 
 health_pb2 = pytest.importorskip("grpc_health.v1.health_pb2")
 health_pb2_grpc = pytest.importorskip("grpc_health.v1.health_pb2_grpc")

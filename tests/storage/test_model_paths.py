@@ -39,10 +39,14 @@ def test_tf_serving_model_config_file(bucket: Bucket, tmp_path: Path) -> None:
     config.write_text('model_config_list { config { name: "half" base_path: "%s" '
                       'model_platform: "tensorflow" } }' % bucket.uri("tf/half"))
     (spec,) = load_models(None, config)
-    assert spec.base_path.startswith(str(tmp_path / "cache"))
+    assert spec.base_path == bucket.uri("tf/half")  # read as written, nothing fetched
+    assert not os.path.exists(storage.local_path(spec.base_path))
+    assert storage.fetch([(spec.base_path, spec.serves)]) == {}  # where the model loads
+    folder = storage.local_path(spec.base_path)
+    assert folder.startswith(str(tmp_path / "cache"))
     # TF Serving's default policy serves the latest version: the only one downloaded
-    assert sorted(version_folders(spec.base_path)) == [2]
-    assert Path(spec.base_path, "2", "saved_model.pb").read_bytes() == b"graph 2"
+    assert sorted(version_folders(folder)) == [2]
+    assert Path(folder, "2", "saved_model.pb").read_bytes() == b"graph 2"
 
 
 RESOLVE = """
@@ -80,26 +84,27 @@ def test_only_the_versions_the_policy_serves_are_downloaded(bucket: Bucket,
         return spec
 
     spec = configure({"specific": {"versions": [1, 3]}})
-    cached = Path(spec.base_path, ".objects")
-    assert sorted(version_folders(spec.base_path)) == [1, 3]
+    folder = storage.resolve(spec.base_path, spec.serves)
+    cached = Path(folder, ".objects")
+    assert sorted(version_folders(folder)) == [1, 3]
     assert sorted(name.split("-")[0] for name in os.listdir(cached)) == ["1", "3"]
     # the config changes on reload: the watcher's next poll fetches what it serves now
     spec = configure({"latest": {"num_versions": 2}}, version_labels={"stable": 2})
     storage.poll([(spec.base_path, spec.serves)], poll_seconds=0, wait=60)
-    assert sorted(version_folders(spec.base_path)) == [1, 2, 3, 4]
-    assert Path(spec.base_path, "2", "model.bin").read_bytes() == b"v2"
+    assert sorted(version_folders(folder)) == [1, 2, 3, 4]
+    assert Path(folder, "2", "model.bin").read_bytes() == b"v2"
     spec = configure({"latest": {}})
     bucket.put("m/5/model.bin", b"v5")
     for _ in range(2):  # a new version settles over two listings
         time.sleep(SETTLE_SECONDS)
         storage.poll([(spec.base_path, spec.serves)], poll_seconds=0, wait=60)
-    assert sorted(version_folders(spec.base_path)) == [1, 2, 3, 4, 5]
+    assert sorted(version_folders(folder)) == [1, 2, 3, 4, 5]
     bucket.put("m/6/model.bin", b"v6")  # beside a version 5 the policy serves no more
     spec = configure({"specific": {"versions": [5]}})
     for _ in range(2):
         time.sleep(SETTLE_SECONDS)
         storage.poll([(spec.base_path, spec.serves)], poll_seconds=0, wait=60)
-    assert 6 not in version_folders(spec.base_path)
+    assert 6 not in version_folders(folder)
 
 
 def test_a_policy_that_serves_no_listed_version_is_one_line(bucket: Bucket,

@@ -16,7 +16,7 @@ import pytest
 import tritonclient.grpc as grpcclient
 from tritonclient.grpc import service_pb2, service_pb2_grpc
 
-from flask_predict.process.server import start_grpc, stop_grpc
+from flask_predict.process.worker_hooks import start_grpc, stop_grpc
 from flask_predict.protocols.kserve_v2.grpc_tensors import V2_CONTENTS
 from tests.grpc_app import serving
 from tests.protocols.kserve_v2.test_kserve_v2 import identity_app

@@ -18,7 +18,8 @@ from flask_predict.models import sharing
 from flask_predict.models.plugins import load_predictor_class, manifests
 from flask_predict.models.repository import ModelRepository
 from flask_predict.models.served import FAILED_TO_LOAD, Shelf
-from flask_predict.models.sharing import MasterModels, Shareable
+from flask_predict.models.shareable import Shareable
+from flask_predict.models.sharing import MasterModels
 from flask_predict.types import ModelSpec
 from tests import models
 

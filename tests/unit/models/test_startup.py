@@ -123,13 +123,13 @@ def test_stop_is_the_owners(tmp_path: Path, caplog: pytest.LogCaptureFixture) ->
 def test_a_worker_respawned_after_the_start_says_what_failed_and_serves_on(
         tmp_path: Path, caplog: pytest.LogCaptureFixture, monkeypatch: pytest.MonkeyPatch
         ) -> None:
-    from flask_predict.process import server
+    from flask_predict.process import worker_hooks
 
     models = [served(tmp_path, "loans", {2: failed(2, "XGBoostError: bad")})]
-    monkeypatch.setenv(server.STATE_DIR_VARIABLE, str(tmp_path))
-    (tmp_path / server.STARTED).touch()  # the server started before this worker
+    monkeypatch.setenv(worker_hooks.STATE_DIR_VARIABLE, str(tmp_path))
+    (tmp_path / worker_hooks.STARTED).touch()  # the server started before this worker
     with caplog.at_level(logging.ERROR, logger="flask_predict.process.server"):
-        server.stop_starting_server(StartFailed(failures(models), False))  # no exit
+        worker_hooks.stop_starting_server(StartFailed(failures(models), False))  # no exit
     [line] = [r.getMessage() for r in caplog.records]
     assert line.startswith("flask_predict: model 'loans' version 2 failed to load from ")
     assert line.endswith("; this worker serves the others, as the server does")

@@ -166,7 +166,7 @@ def test_poll_now_wakes_the_thread_and_unloaded_names_are_left_out(tmp_path: Pat
     specs = load_models(config, None)
     repository = ModelRepository.load(specs, FlaskPredict().predictor_class)
     unloaded = StateDir(tmp_path / "state").names("unloaded")
-    watcher = Watcher(repository, config, None, 3600, specs, unloaded=unloaded)
+    watcher = Watcher(repository, specs, None, 3600, specs, unloaded=unloaded)
     watcher.start()
     try:
         unloaded.add("a")
@@ -209,3 +209,32 @@ def test_a_callback_added_while_the_first_load_ends_still_runs(config_file: Path
     finally:
         watcher.stop()
         repository.close()
+
+
+def test_a_poll_reads_the_config_file_again_and_never_predict_models(
+        config_file: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """PREDICT_MODELS is parsed once, with the settings (a running process's environment
+    does not change); each poll reads only the config file, as it is now."""
+    from flask_predict.settings import model_config
+    from flask_predict.settings.app import read_settings
+
+    models.make_custom(tmp_path / "c", scale=3)
+    settings = read_settings({"PREDICT_MODELS": {"c": echo(tmp_path / "c")},
+                              "PREDICT_MODEL_CONFIG_FILE": str(config_file)})
+    assert [spec.name for spec in settings.environment_models] == ["c"]
+    assert [spec.name for spec in settings.models] == ["c", "a"]
+    repository = ModelRepository.load(settings.models, FlaskPredict().predictor_class)
+    watcher = Watcher(repository, settings.environment_models, str(config_file), 0,
+                      settings.models)
+    parsed: list[str] = []
+    real = model_config.parse_models
+
+    def recorded(entries: Any, base_dir: Path | None, origin: str) -> Any:
+        parsed.append(origin)
+        return real(entries, base_dir, origin)
+
+    monkeypatch.setattr(model_config, "parse_models", recorded)
+    write_config(config_file, {"a": echo(tmp_path / "a"), "b": echo(tmp_path / "b")})
+    watcher.poll()
+    assert repository.names() == ["a", "b", "c"] and scaled(repository, "b") == 5.0
+    assert parsed and all(origin.startswith("model config file") for origin in parsed)

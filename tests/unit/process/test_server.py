@@ -16,8 +16,8 @@ import pytest
 from flask_predict.process.readiness import ReadyMarks, any_marked
 from flask_predict.process.server import (INDEX_ATTRIBUTE, STATE_DIR_VARIABLE,
                                           UPGRADED_FROM_VARIABLE, assign_worker_index,
-                                          hand_over, honour_early_stop,
-                                          keep_upgrades_importable)
+                                          hand_over, keep_upgrades_importable)
+from flask_predict.process.worker_hooks import honour_early_stop
 
 
 def test_a_respawned_worker_takes_the_index_its_dead_predecessor_freed() -> None:
