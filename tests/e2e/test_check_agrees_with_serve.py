@@ -107,8 +107,10 @@ def good_config(root: Path) -> list[str]:
 
 CASES: dict[str, tuple[Case, bool]] = {
     "base path": (iris, True),
-    "version folder": (version_folder, False),
-    "files without a version folder": (files_without_version_folder, False),
+    # a folder holding the model files themselves is its own version 1 (as Vertex AI and
+    # SageMaker hand a container its model), named by a version folder or not
+    "version folder": (version_folder, True),
+    "files without a version folder": (files_without_version_folder, True),
     "custom routine with its class": (routine_with_its_class, True),
     "custom routine found in its source": (routine_found_in_its_source, True),
     "a helper predictor.py beside a joblib": (helper_module_beside_a_joblib, True),
