@@ -1,14 +1,12 @@
 """The one door into the core: every protocol front end (REST views, gRPC servicers) goes
 through :class:`ModelService` and nothing else.
 
-A request is resolved once: :meth:`ModelService.use` finds the loaded version a request
-names (number, label, version name or default) and holds it until the request is done, so a
-swap never closes a predictor under a running request. The verbs (:meth:`predict`,
-:meth:`predict_instances`, :meth:`predict_request`, :meth:`classify`, :meth:`explain` ...)
-run on the held version; they are the only callers of predictor methods, and any failure of a
-predictor becomes :class:`~flask_predict.errors.PredictorFailed` (a 500 with a generic
-message; the cause is chained for the log).
-
+A request is resolved once: :meth:`ModelService.use` finds the loaded version a request names
+(number, label, version name or default) and holds it until the request is done, so a swap
+never closes a predictor under a running request. The verbs (:meth:`predict`,
+:meth:`predict_instances`, :meth:`classify`, :meth:`explain` ...) run on the held version;
+they are the only callers of predictor methods, and any failure of a predictor becomes
+:class:`~flask_predict.errors.PredictorFailed` (a 500; the cause is chained for the log).
 Model control is here too: readiness, the index of configured models, load and unload, the
 online switch, per-version statistics. Nothing here knows Flask or a protocol.
 """
@@ -253,13 +251,6 @@ class ModelService:
         finally:
             if record is not None:
                 record.predicted(spec.name, loaded.version, started)
-
-    def instance_outputs(self, loaded: LoadedVersion) -> list[str] | None:
-        """The outputs *loaded*'s instances door answers (``None``: every one): what a
-        protocol that answers as the model's own ``predict`` asks the tensor door for
-        (MLflow's ``/invocations``; ``pyfunc_predict_fn`` chooses them)."""
-        outputs = loaded.predictor.instance_outputs
-        return None if outputs is None else list(outputs)
 
     def predict_instances(self, loaded: LoadedVersion, instances: list[Any],
                           kwargs: Mapping[str, Any]) -> list[Any]:

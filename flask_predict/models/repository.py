@@ -4,8 +4,7 @@ A model's versions are the numbered sub-folders of its ``base_path``, as in TF S
 Names and versions from URLs are looked up here, never joined into paths.
 
 Each worker loads its own models, except those the gunicorn master loaded for every worker
-before it forked (a :class:`~flask_predict.models.served.Shelf`, see :mod:`flask_predict.models.sharing`):
-those it serves as inherited. :meth:`ModelRepository.sync` loads new versions and unloads
+before it forked (a :class:`.served.Shelf`, :mod:`.sharing`): it serves those as inherited. :meth:`ModelRepository.sync` loads new versions and unloads
 dropped ones; every change swaps a whole mapping, so a request in flight always sees a
 complete, consistent set of versions.
 """
@@ -35,8 +34,7 @@ PredictorLookup = Callable[[str], "type[Predictor]"]
 Loader = Callable[["type[Predictor]", ModelSpec, int, str], Predictor]
 """``load(cls, spec, version, path)`` -> the predictor (default: ``cls.from_path``)."""
 SharedVersion = Callable[[ModelSpec, int], bool]
-"""Whether a version of a model is loaded once, in the gunicorn master
-(:class:`flask_predict.models.shareable.Shareable`)."""
+"""Whether a version is loaded once, in the gunicorn master (:class:`.shareable.Shareable`)."""
 LoadListener = Callable[[str, str, int, float], None]
 """Told ``(event, model, version, seconds)`` when a version is ``"loaded"``, ``"failed"`` to
 load, or ``"unloaded"`` (retired; seconds 0): what the metrics count."""
@@ -77,18 +75,16 @@ class ModelRepository:
         self.first_sync = threading.Event()
         """Set once the first :meth:`sync` is done (every configured model tried once)."""
         self._warned: set[str] = set()
-        self._fetched: set[str] = set()
-        """The remote base paths whose first sync was tried (the watcher's polls follow)."""
-        self._problems: dict[str, str] = {}
-        """Why a remote base path's first sync failed: its model's cause until it loads."""
+        self._fetched: set[str] = set()  # remote base paths whose first sync was tried
+        self._problems: dict[str, str] = {}  # why one failed: its model's cause until it loads
 
     @classmethod
     def load(cls, specs: Iterable[ModelSpec], lookup: PredictorLookup,
              listener: LoadListener | None = None, shelf: Shelf | None = None,
              exit_on_error: bool = True) -> ModelRepository:
         """Load every model now, then apply the start-up rule
-        (:func:`~flask_predict.models.startup.check_first_load`): a model that did not load raises
-        :class:`~flask_predict.models.startup.StartFailed`, unless *exit_on_error* is false."""
+        (:func:`.startup.check_first_load`): a model that did not load raises
+        :class:`.startup.StartFailed`, unless *exit_on_error* is false."""
         repository = cls(lookup, listener, shelf)
         repository.sync(specs)
         check_first_load(repository.models(), exit_on_error)
@@ -205,8 +201,7 @@ class ModelRepository:
         spec = served.spec
         folder = local_path(spec.base_path)
         on_disk = version_folders(folder)
-        empty = (f"model {spec.name!r}: no numbered version folder in "
-                 f"{shown(spec.base_path)!r}")
+        empty = f"model {spec.name!r}: no numbered version folder in {shown(spec.base_path)!r}"
         if not on_disk:
             if self._synced:  # at start, the start-up rule says it
                 self._warn_once(f"{empty}; the versions loaded stay served")

@@ -64,6 +64,13 @@ class LoadedVersion:
     def closed(self) -> bool:
         return self._closed
 
+    @property
+    def instance_outputs(self) -> list[str] | None:
+        """The outputs the predictor's instances door answers (``None``: all), for a protocol
+        answering as the model's own ``predict`` (MLflow's; ``pyfunc_predict_fn``)."""
+        outputs = self.predictor.instance_outputs
+        return None if outputs is None else list(outputs)
+
     def acquire(self) -> bool:
         """Count one more request on this version; ``False`` once it has been retired
         (the caller resolves again and finds its replacement)."""

@@ -94,7 +94,7 @@ def predict(state: PredictState, name: str, body: wire.Body) -> Any:
         limits.check_tensors(bounds, inputs.items())
         result = state.service.predict(loaded, InferenceRequest(
             model=loaded.name, inputs=inputs, version=str(loaded.version),
-            outputs=state.service.instance_outputs(loaded),
+            outputs=loaded.instance_outputs,
             parameters=body.params if isinstance(body.params, dict) else {}))
     return wire.predictions(result.outputs)
 
