@@ -166,6 +166,15 @@ def smaps_mib(pid: int) -> tuple[float, float]:
     return fields["Pss"] / 1024, (fields["Private_Clean"] + fields["Private_Dirty"]) / 1024
 
 
+def export_in_child(code: str) -> None:
+    """Run *code*, a script that exports a TensorFlow model, in a child process: the
+    benchmark's own process never imports TensorFlow."""
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True,
+                          env={**os.environ, "TF_CPP_MIN_LOG_LEVEL": "2"})
+    if done.returncode:
+        raise RuntimeError(f"TensorFlow export failed:\n{done.stderr.decode()[-4000:]}")
+
+
 def free_port() -> int:
     with socket.socket() as sock:
         sock.bind(("127.0.0.1", 0))

@@ -17,9 +17,7 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
 import shutil
-import subprocess
 import sys
 import tempfile
 import time
@@ -77,11 +75,7 @@ class Dense(tf.Module):
 module = Dense()
 tf.saved_model.save(module, {str(base / "1")!r}, signatures={{"serving_default": module.serve}})
 """
-    # in a child process: this benchmark's own process never imports TensorFlow
-    done = subprocess.run([sys.executable, "-c", code], capture_output=True,
-                          env={**os.environ, "TF_CPP_MIN_LOG_LEVEL": "2"})
-    if done.returncode:
-        raise RuntimeError(f"TensorFlow export failed:\n{done.stderr.decode()[-4000:]}")
+    harness.export_in_child(code)
 
 
 def build_models(root: Path, tensorflow: bool) -> dict[str, dict[str, Any]]:

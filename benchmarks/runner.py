@@ -23,9 +23,7 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
 import statistics
-import subprocess
 import sys
 import tempfile
 import time
@@ -65,10 +63,7 @@ class MLP(tf.Module):
 m = MLP()
 tf.saved_model.save(m, {str(base / "1")!r}, signatures={{"serving_default": m.serve}})
 """
-    done = subprocess.run([sys.executable, "-c", code], capture_output=True,
-                          env={**os.environ, "TF_CPP_MIN_LOG_LEVEL": "2"})
-    if done.returncode:
-        raise RuntimeError(f"TensorFlow export failed:\n{done.stderr.decode()[-4000:]}")
+    harness.export_in_child(code)
 
 
 def body(rows: int) -> bytes:
