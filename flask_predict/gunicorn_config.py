@@ -23,7 +23,8 @@ from .process import master, server, server_logs, worker_hooks
 __all__ = ["bind", "workers", "worker_class", "preload_app", "timeout", "graceful_timeout",
            "worker_tmp_dir", "keepalive", "control_socket_disable", "logger_class",
            "on_starting", "pre_exec", "when_ready", "pre_fork", "post_fork", "post_worker_init",
-           "child_exit", "post_request", "worker_exit", "on_exit"]
+           "child_exit", "post_request", "worker_exit", "on_exit", "nworkers_changed",
+           "on_reload"]
 
 #   bind - all interfaces on $PORT (else Vertex AI's $AIP_HTTP_PORT, else 8501: one default
 #       port for these settings, `flask-predict serve`, the container and `make serve`).
@@ -92,6 +93,17 @@ def when_ready(server_: Any) -> None:
     # then one line saying what serves where (REST, gRPC, status page, metrics)
     master.start(server_)
     server_logs.announce(server_)
+
+
+def nworkers_changed(server_: Any, new_value: int | None, old_value: int | None) -> None:
+    # TTIN, TTOU or a reload changed the worker count: the master's worker pool keeps the
+    # operator's count apart from a rollout's extra worker
+    master.workers_changed(new_value, old_value)
+
+
+def on_reload(server_: Any) -> None:
+    # HUP: the configured count again, and the end of any rollout step in progress
+    master.reloaded()
 
 
 def pre_fork(server_: Any, worker: Any) -> None:

@@ -50,6 +50,18 @@ def start(arbiter: Any) -> None:
     share_models(arbiter)
 
 
+def workers_changed(new: int | None, old: int | None) -> None:
+    """gunicorn's ``nworkers_changed``, for the worker pool (none before ``when_ready``)."""
+    if _pool is not None:
+        _pool.workers_changed(new, old)
+
+
+def reloaded() -> None:
+    """gunicorn's ``on_reload`` (``HUP``), for the worker pool."""
+    if _pool is not None:
+        _pool.reloaded()
+
+
 def import_worker_modules() -> None:
     """Import here, once, what every worker imports to build its app (Flask, the extension,
     each protocol's blueprint, the metrics): each fork inherits them, so a worker, a

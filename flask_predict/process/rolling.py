@@ -22,7 +22,7 @@ from __future__ import annotations
 import logging
 import threading
 import time
-from typing import Any, Callable
+from typing import Any
 
 from .readiness import ReadyMarks
 
@@ -33,9 +33,11 @@ STEP_SECONDS = 0.05
 
 
 class WorkerPool:
-    """The worker count of *arbiter* (gunicorn's ``Arbiter``): its ``TTIN``, ``TTOU`` and
-    reload handlers are replaced by ones that keep the operator's count apart from a
-    rollout's extra worker."""
+    """The worker count of *arbiter* (gunicorn's ``Arbiter``), kept through gunicorn's own
+    hooks: ``nworkers_changed`` (every change of ``num_workers``: ``TTIN``, ``TTOU``, a
+    reload's setup) and ``on_reload`` (``HUP``), which the deployment's settings delegate to
+    :meth:`workers_changed` and :meth:`reloaded`. gunicorn's handlers run as written; the
+    pool only keeps the operator's count apart from a rollout's extra worker."""
 
     def __init__(self, arbiter: Any, marks: ReadyMarks) -> None:
         self.arbiter = arbiter
@@ -47,32 +49,25 @@ class WorkerPool:
         self.reloads = 0
         """How many reloads (``HUP``) the arbiter has made: each replaces every worker."""
         self._lock = threading.Lock()
-        self._reload: Callable[[], None] = arbiter.reload
-        arbiter.handle_ttin = self.handle_ttin
-        arbiter.handle_ttou = self.handle_ttou
-        arbiter.reload = self.reload
+        self._applying = threading.local()
+        """Set on the thread that is changing ``num_workers`` for the pool itself."""
         marks.want(self.wanted)
 
-    def handle_ttin(self) -> None:
-        """``SIGTTIN`` (on the arbiter's loop): one worker more, for good."""
+    def workers_changed(self, new: int | None, old: int | None) -> None:
+        """gunicorn's ``nworkers_changed``: a change the pool did not make is the operator's
+        (``TTIN`` one more, ``TTOU`` one fewer, never none; a reload's setup, which
+        :meth:`reloaded` settles next), applied to the operator's count; a rollout's extra
+        worker is kept on top of it."""
+        if getattr(self._applying, "on", False) or new is None or old is None or new == 0:
+            return  # the pool's own change, gunicorn's first setup, or a stop (WINCH)
         with self._lock:
-            self.wanted += 1
+            self.wanted = max(1, self.wanted + new - old)
             self._apply()
-        self.arbiter.manage_workers()
 
-    def handle_ttou(self) -> None:
-        """``SIGTTOU`` (on the arbiter's loop): one worker fewer, never none."""
-        with self._lock:
-            if self.wanted <= 1:
-                return
-            self.wanted -= 1
-            self._apply()
-        self.arbiter.manage_workers()
-
-    def reload(self) -> None:
-        """``SIGHUP``: gunicorn's reload (new workers, the configured count), which also ends
-        the rollout step in progress: no worker older than the reload is left."""
-        self._reload()
+    def reloaded(self) -> None:
+        """gunicorn's ``on_reload`` (``SIGHUP``, before the new workers are spawned): the
+        configured count, and the end of the rollout step in progress, since no worker older
+        than the reload is left."""
         with self._lock:
             self.reloads += 1
             self.surge = 0
@@ -88,7 +83,11 @@ class WorkerPool:
         self.arbiter.wakeup()
 
     def _apply(self) -> None:
-        self.arbiter.num_workers = self.wanted + self.surge
+        self._applying.on = True
+        try:
+            self.arbiter.num_workers = self.wanted + self.surge
+        finally:
+            self._applying.on = False
         self.marks.want(self.wanted)
 
 

@@ -52,7 +52,9 @@ def where_line(settings: Settings, listeners: list[str], workers: int) -> str:
 
 def log_formats() -> tuple[str, bool]:
     """The server log's format (``PREDICT_LOG_FORMAT``) and whether access lines are JSON,
-    as the environment sets them (text when a value is wrong: the settings check says so)."""
+    as the environment sets them (text when a value is wrong: the settings check says so).
+    Only these two keys, not the settings: gunicorn builds its logger before its first hook
+    runs, and the settings are read once, by the configuration check that hook makes."""
     config = server_config()
     try:
         access = access_log.access_log_format(config.get("PREDICT_ACCESS_LOG", "text"))

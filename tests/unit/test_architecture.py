@@ -528,3 +528,40 @@ def test_the_map_names_every_module() -> None:
         if not named:
             missing.append(relative)
     assert missing == [], missing
+
+
+ARBITER_NAMES = {"arbiter", "server_", "server"}
+"""What the process model calls gunicorn's ``Arbiter`` (the hooks' first argument)."""
+ARBITER_SETTABLE = {"num_workers"}
+"""The one arbiter attribute gunicorn means its hooks to set (its setter calls
+``nworkers_changed``)."""
+
+
+def arbiter_assignments(source: str) -> list[str]:
+    """``<arbiter>.<attribute> = ...`` in *source*, but for the attributes gunicorn lets a
+    hook set: a handler or method replaced on a live arbiter."""
+    found = []
+    for node in ast.walk(ast.parse(source)):
+        targets = node.targets if isinstance(node, ast.Assign) else \
+            [node.target] if isinstance(node, (ast.AugAssign, ast.AnnAssign)) else []
+        for target in targets:
+            if isinstance(target, ast.Attribute) and target.attr not in ARBITER_SETTABLE:
+                owner = target.value
+                name = owner.attr if isinstance(owner, ast.Attribute) else \
+                    owner.id if isinstance(owner, ast.Name) else ""
+                if name in ARBITER_NAMES:
+                    found.append(f"{name}.{target.attr} (line {node.lineno})")
+    return found
+
+
+def test_no_attribute_of_gunicorns_arbiter_is_replaced() -> None:
+    replaced = {name: found for name, path in modules().items()
+                if (found := arbiter_assignments(path.read_text()))}
+    assert replaced == {}
+
+
+def test_the_arbiter_check_catches_a_replaced_handler() -> None:
+    source = "def own(arbiter, pool):\n    arbiter.handle_ttin = pool.ttin\n" \
+             "    self.arbiter.reload = pool.reload\n    arbiter.num_workers = 3\n"
+    assert arbiter_assignments(source) == ["arbiter.handle_ttin (line 2)",
+                                           "arbiter.reload (line 3)"]
