@@ -3,12 +3,12 @@ the reference answers of ``mlflow.pyfunc.load_model`` on the same input."""
 
 from __future__ import annotations
 
-import os
 import warnings
 from pathlib import Path
 from typing import Any
 
 import numpy as np
+from flask_predict_mlflow.predictor import model_code_allowed
 
 ROWS = [{"age": 31.0, "income": 40000.0, "city": "paris"},
         {"age": 58.0, "income": 12000.0, "city": "lyon"},
@@ -177,8 +177,8 @@ def reference(path: Path, data: Any, params: dict[str, Any] | None = None) -> An
         warnings.simplefilter("ignore")
         import mlflow.pyfunc
 
-        os.environ["MLFLOW_ALLOW_PICKLE_DESERIALIZATION"] = "true"
-        result = mlflow.pyfunc.load_model(str(path)).predict(data, params=params)
+        with model_code_allowed():
+            result = mlflow.pyfunc.load_model(str(path)).predict(data, params=params)
     if isinstance(result, dict):  # ONNX: output name -> array
         return {name: np.asarray(value).tolist() for name, value in result.items()}
     import pandas as pd

@@ -22,7 +22,8 @@ from flask_predict.plugin import (DEFAULT_SIGNATURE, PYFUNC_PLUGIN, ConfigError,
                                   Predictor, Signature, TensorSpec, read_mlmodel,
                                   signature_inputs, signature_params, tensor_spec)
 
-ALLOW_PICKLE = "MLFLOW_ALLOW_PICKLE_DESERIALIZATION"
+ALLOW_CODE = "MLFLOW_ALLOW_MODEL_CODE_EXECUTION"
+ALLOW_PICKLE = "MLFLOW_ALLOW_PICKLE_DESERIALIZATION"  # MLflow before 3.18; deprecated since
 PARAMS_KEYS = ("params", "parameters")
 
 
@@ -54,8 +55,9 @@ class PyfuncPredictor(Predictor):
     @classmethod
     def from_mlflow(cls, model: MLflowModel, **options: Any) -> PyfuncPredictor:
         """``mlflow.pyfunc.load_model`` on the folder. A served model is one its operator
-        configured: its pickles load as a native plugin's do (MLflow 3 asks for that
-        consent in ``MLFLOW_ALLOW_PICKLE_DESERIALIZATION``, given for this load only)."""
+        configured: its pickles load as a native plugin's do (MLflow asks for that consent in
+        ``MLFLOW_ALLOW_MODEL_CODE_EXECUTION``, before 3.18 in
+        ``MLFLOW_ALLOW_PICKLE_DESERIALIZATION``: given for this load only)."""
         if options:
             raise TypeError(f"unknown MLflow option(s) {sorted(options)}")
         try:
@@ -64,7 +66,7 @@ class PyfuncPredictor(Predictor):
             raise ConfigError(f"{model.folder!r} loads as python_function with mlflow, which "
                               f"is not installed ({exc}); install it: pip install "
                               f'"flask-predict[{PYFUNC_PLUGIN}]"') from None
-        with _pickles_allowed():
+        with model_code_allowed():
             return cls(mlflow.pyfunc.load_model(model.folder), model)
 
     def predict(self, instances: list[Any], **kwargs: Any) -> list[Any]:
@@ -111,14 +113,24 @@ def _first_line(text: str) -> str:
     return lines[0] if lines else "the input does not match the model's signature"
 
 
+def consent_variable() -> str:
+    """The environment variable this MLflow reads for consent to load a model's code. MLflow
+    3.18 warns when the older one is set at all (a warning an operator treating warnings as
+    errors would see as a failed load), so only the one it reads is set."""
+    import mlflow.environment_variables as variables
+
+    return ALLOW_CODE if hasattr(variables, ALLOW_CODE) else ALLOW_PICKLE
+
+
 @contextmanager
-def _pickles_allowed() -> Iterator[None]:
-    before = os.environ.get(ALLOW_PICKLE)
-    os.environ[ALLOW_PICKLE] = "true"
+def model_code_allowed() -> Iterator[None]:
+    name = consent_variable()
+    before = os.environ.get(name)
+    os.environ[name] = "true"
     try:
         yield
     finally:
         if before is None:
-            os.environ.pop(ALLOW_PICKLE, None)
+            os.environ.pop(name, None)
         else:
-            os.environ[ALLOW_PICKLE] = before
+            os.environ[name] = before
