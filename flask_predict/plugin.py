@@ -20,13 +20,13 @@ and no framework:
 from __future__ import annotations
 
 from .codecs import (FLOATS, NUMPY_TO_V2, V2_TO_NUMPY, check_shape, past_range,
-                     tensors_to_instances)
+                     predictions_to_outputs, tensors_to_instances)
 from .errors import (ConfigError, DeadlineExceeded, FailedPrecondition, InvalidInput,
                      PredictError, UnreadableModel, one_line)
 from .explanation import Explanation, cannot_explain, class_labels, from_contributions
 from .models.mlmodel import PYFUNC_PLUGIN, MLflowModel, load_serialized, read_mlmodel
 from .models.plugins import Manifest, lazy_attributes
-from .models.signed import signature_inputs, signature_params, tensor_spec
+from .models.signed import signature_inputs, signature_outputs, signature_params, tensor_spec
 from .predictor import Predictor
 from .runtime.deadline import native as native_call
 from .runtime.resources import detected_gpus, process_threads
@@ -53,6 +53,7 @@ __all__ = [
     "tabular_signature",
     # arrays
     "FLOATS", "NUMPY_TO_V2", "V2_TO_NUMPY", "check_shape", "past_range", "tensors_to_instances",
+    "predictions_to_outputs",
     # explanations
     "Explanation", "cannot_explain", "class_labels", "from_contributions",
     # threads, GPUs and deadlines
@@ -61,5 +62,6 @@ __all__ = [
     "PICKLED_FRAMEWORKS", "UNPICKLING_ERRORS", "empty", "pickled_module", "unreadable_pickle",
     # MLflow model folders
     "MLflowModel", "PYFUNC_PLUGIN", "load_serialized", "read_mlmodel", "signature_inputs",
+    "signature_outputs",
     "signature_params", "tensor_spec",
 ]

@@ -28,8 +28,8 @@ def named_inputs(data: Any, signature: Signature, instances_door: bool) -> dict[
     """*data* as the named arrays the tensor door takes, as a V2 request would carry them.
 
     A DataFrame with named columns, for a model fitted on named columns or whose columns
-    are the model's inputs (a TensorFlow signature's), gives one array per column (checked
-    against the model's, by name). Any other frame (its columns numbered
+    are the model's inputs (a TensorFlow signature's, an MLflow signature's), gives one
+    array per column (checked against the model's, by name). Any other frame (its columns numbered
     0, 1, ...; a model without named columns), like a numpy array, is a matrix of rows for
     the model's one input (a table's columns split by position; a custom routine's
     instances, one list per row).
@@ -43,7 +43,7 @@ def named_inputs(data: Any, signature: Signature, instances_door: bool) -> dict[
     if is_frame(data):
         labelled = not all(isinstance(name, (int, np.integer)) for name in data.columns)
         by_name = signature.tabular or {str(name) for name in data.columns} == set(names)
-        if labelled and by_name and not instances_door:
+        if labelled and by_name and (signature.tabular or not instances_door):
             return {str(name): column_values(data[name]) for name in data.columns}
         matrix = frame_matrix(data)
     elif isinstance(data, np.ndarray):

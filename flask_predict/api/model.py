@@ -18,6 +18,7 @@ from ..runtime import resources as runtime
 from ..core.assembly import assemble
 from ..core.service import ModelService
 from ..errors import ConfigError, InvalidInput, PredictorFailed
+from ..models.mlmodel import is_mlflow_folder
 from ..models.served import LoadedVersion
 from ..models.warmup import warm_up
 from ..predictor import Predictor
@@ -93,6 +94,14 @@ class Model:
     def signature(self, name: str | None = None) -> Signature:
         """The signature *name* (default: the model's default one)."""
         return self._loaded.predictor.signature(name)
+
+    @property
+    def default_outputs(self) -> list[str]:
+        """The outputs an engine's scored table has when none are named: every output, or
+        for an MLflow model those its own ``predict`` answers (``spark_udf``'s;
+        ``pyfunc_predict_fn``'s method where it was saved with one)."""
+        chosen = self._loaded.instance_outputs if is_mlflow_folder(self.path) else None
+        return chosen if chosen else [spec.name for spec in self.signature().outputs]
 
     @property
     def takes_instances(self) -> bool:

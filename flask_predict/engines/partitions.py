@@ -26,7 +26,7 @@ _loading = threading.Lock()
 class ModelRef:
     """A model folder and how to load it, as :meth:`Model.load` takes them; *outputs*
     names the output columns a batch gets (default: the instances door's predictions for a
-    custom routine, else every output)."""
+    custom routine, the method an MLflow model was saved to answer, else every output)."""
 
     path: str
     outputs: tuple[str, ...] | None = None
@@ -52,12 +52,10 @@ class ModelRef:
 
     def output_specs(self) -> list[TensorSpec]:
         """The output columns a scored batch has, in order."""
-        signature = self.model().signature()
-        specs = list(signature.outputs)
-        if self.outputs is None:
-            return specs
-        named = {spec.name: spec for spec in specs}
-        return [named.get(name) or TensorSpec(name, "BYTES", None) for name in self.outputs]
+        model = self.model()
+        named = {spec.name: spec for spec in model.signature().outputs}
+        return [named.get(name) or TensorSpec(name, "BYTES", None)
+                for name in self.outputs or model.default_outputs]
 
 
 def score(ref: ModelRef, batch: Any, keep: Sequence[str] = ()) -> Any:

@@ -50,7 +50,19 @@ class ColumnSpec:
 def signature_inputs(model: MLflowModel) -> list[ColumnSpec] | None:
     """The inputs of *model*'s signature; ``None`` without one, or with one that names no
     input (a single unnamed tensor: the model is served as it was saved)."""
-    raw = (model.signature or {}).get("inputs")
+    return _signature_columns(model, "inputs")
+
+
+def signature_outputs(model: MLflowModel) -> list[ColumnSpec] | None:
+    """The outputs of *model*'s signature when they are columns of MLflow's scalar types (a
+    single unnamed one is ``predictions``); ``None`` otherwise."""
+    columns = _signature_columns(model, "outputs", unnamed="predictions")
+    return columns if columns and all(c.type != "tensor" for c in columns) else None
+
+
+def _signature_columns(model: MLflowModel, part: str,
+                       unnamed: str | None = None) -> list[ColumnSpec] | None:
+    raw = (model.signature or {}).get(part)
     try:
         items = json.loads(raw) if isinstance(raw, str) else raw
     except ValueError:
@@ -59,6 +71,8 @@ def signature_inputs(model: MLflowModel) -> list[ColumnSpec] | None:
         return None
     specs = []
     for item in items:
+        if isinstance(item, dict) and "name" not in item and unnamed and len(items) == 1:
+            item = {**item, "name": unnamed}
         if not isinstance(item, dict) or not isinstance(item.get("name"), str):
             return None
         kind = str(item.get("type"))

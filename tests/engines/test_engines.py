@@ -3,12 +3,10 @@ Ray Serve, each answer compared with a real gunicorn server's over REST: a sciki
 Pipeline on a DataFrame, an XGBoost model with missing values and categories, a TensorFlow
 SavedModel and Google's custom routine tutorial.
 
-Each engine starts once for the module, small (one or two CPUs; memory for TensorFlow)."""
+Each engine starts once for the module (`conftest.py`), small."""
 
 from __future__ import annotations
 
-import os
-import sys
 from pathlib import Path
 from typing import Any, Iterator
 
@@ -19,17 +17,11 @@ import requests
 
 from flask_predict.models.demo import export_half_plus_two
 from tests.e2e.server import GunicornServer, free_port
-from tests.programs import need
+from tests.engines import ENGINE_MARKS
 from tests.routines import IRIS_ROWS, make_tutorial
 from tests.tabular_models import PEOPLE_ROWS, SHOP_ROWS, frame, train_people, train_shops
 
-pytestmark = [
-    pytest.mark.e2e,
-    pytest.mark.filterwarnings("ignore:PySpark does not yet fully support pandas"),
-    pytest.mark.filterwarnings("ignore::DeprecationWarning"),
-    pytest.mark.filterwarnings("ignore::ResourceWarning"),
-    pytest.mark.filterwarnings("ignore::pytest.PytestUnraisableExceptionWarning"),
-]
+pytestmark = ENGINE_MARKS
 
 MODELS = {
     # name: (the frame each engine scores, the outputs asked, the same rows as instances)
@@ -78,21 +70,6 @@ def output_of(name: str, scored: Any) -> list[Any]:
 
 # --- Spark --------------------------------------------------------------------------------
 
-@pytest.fixture(scope="module")
-def spark() -> Iterator[Any]:
-    need("java", "default-jre-headless")
-    os.environ["PYSPARK_PYTHON"] = sys.executable  # the executors' Python workers: ours
-    from pyspark.sql import SparkSession
-
-    session = (SparkSession.builder.master("local[1]").appName("flask-predict-tests")
-               .config("spark.ui.enabled", "false").config("spark.driver.memory", "512m")
-               .config("spark.driver.host", "127.0.0.1")
-               .config("spark.driver.bindAddress", "127.0.0.1")
-               .config("spark.sql.shuffle.partitions", "1").getOrCreate())
-    yield session
-    session.stop()
-
-
 @pytest.mark.parametrize("name", list(MODELS))
 def test_spark(served: tuple[Path, dict[str, Any]], spark: Any, name: str) -> None:
     from flask_predict.engines import spark as on_spark
@@ -107,16 +84,6 @@ def test_spark(served: tuple[Path, dict[str, Any]], spark: Any, name: str) -> No
 
 
 # --- Ray Data and Ray Serve ---------------------------------------------------------------
-
-@pytest.fixture(scope="module")
-def ray() -> Iterator[Any]:
-    import ray as ray_module
-
-    ray_module.init(num_cpus=2, include_dashboard=False, object_store_memory=80 * 2**20,
-                    log_to_driver=False, _node_ip_address="127.0.0.1")
-    yield ray_module
-    ray_module.shutdown()
-
 
 @pytest.mark.parametrize("name", list(MODELS))
 def test_ray_data(served: tuple[Path, dict[str, Any]], ray: Any, name: str) -> None:
@@ -163,16 +130,6 @@ def test_ray_serve_two_replicas(served: tuple[Path, dict[str, Any]], ray: Any) -
 
 
 # --- Dask ---------------------------------------------------------------------------------
-
-@pytest.fixture(scope="module")
-def dask_client() -> Iterator[Any]:
-    from distributed import Client, LocalCluster
-
-    with LocalCluster(n_workers=1, threads_per_worker=1, processes=True,
-                      dashboard_address=None, host="127.0.0.1",
-                      memory_limit="3GiB") as cluster, Client(cluster) as client:
-        yield client
-
 
 @pytest.mark.parametrize("name", list(MODELS))
 def test_dask(served: tuple[Path, dict[str, Any]], dask_client: Any, name: str) -> None:

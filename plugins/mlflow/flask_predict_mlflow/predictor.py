@@ -13,14 +13,16 @@ from __future__ import annotations
 import os
 from dataclasses import replace
 from contextlib import contextmanager
-from typing import Any, Iterator
+from typing import Any, Iterator, Mapping, Sequence
 
 import numpy as np
 
 from flask_predict.plugin import (DEFAULT_SIGNATURE, PYFUNC_PLUGIN, ConfigError,
                                   FailedPrecondition, InvalidInput, MLflowModel, ModelMetadata,
-                                  Predictor, Signature, TensorSpec, read_mlmodel,
-                                  signature_inputs, signature_params, tensor_spec)
+                                  Predictor, Signature, Tensor, TensorSpec,
+                                  predictions_to_outputs, read_mlmodel, signature_inputs,
+                                  signature_outputs, signature_params, tensor_spec,
+                                  tensors_to_instances)
 
 ALLOW_CODE = "MLFLOW_ALLOW_MODEL_CODE_EXECUTION"
 ALLOW_PICKLE = "MLFLOW_ALLOW_PICKLE_DESERIALIZATION"  # MLflow before 3.18; deprecated since
@@ -35,12 +37,16 @@ class PyfuncPredictor(Predictor):
     def __init__(self, model: Any, described: MLflowModel | None = None) -> None:
         self.model = model
         columns = signature_inputs(described) if described is not None else None
-        self._metadata = super().metadata()
+        answers = signature_outputs(described) if described is not None else None
+        self._columns = {c.name for c in columns or ()}
+        self._typed = answers is not None
+        self._metadata = replace(super().metadata(), instances_door=True)
         if columns is not None and described is not None:
             params = signature_params(described)
             self._metadata = replace(self._metadata, signatures={DEFAULT_SIGNATURE: Signature(
                 inputs=tuple(tensor_spec(c) for c in columns),
-                outputs=(TensorSpec("predictions", "BYTES", None),),
+                outputs=tuple(tensor_spec(c) for c in answers) if answers else (
+                    TensorSpec("predictions", "BYTES", None),),
                 tabular=all(c.type != "tensor" for c in columns))},
                 properties={"optional_inputs": [c.name for c in columns if not c.required],
                             "params": params}, instances_door=True)
@@ -69,17 +75,34 @@ class PyfuncPredictor(Predictor):
         with model_code_allowed():
             return cls(mlflow.pyfunc.load_model(model.folder), model)
 
+    def predict_tensors(self, inputs: Mapping[str, Tensor],
+                        outputs: Sequence[str] | None = None,
+                        signature: str | None = None) -> dict[str, Tensor]:
+        """Named columns, one object per row, as MLflow takes them (a lone column too, which
+        the default door would give as bare values that MLflow's schema cannot name). With
+        output columns in the signature, the answer is those columns, typed by it (as
+        ``spark_udf`` and MLServer answer them); else one JSON prediction per row."""
+        rows = tensors_to_instances(inputs)
+        if len(inputs) == 1 and next(iter(inputs)) in self._columns:
+            name = next(iter(inputs))
+            rows = [{name: value} for value in rows]
+        result = self._call(rows, None)
+        predictions = _columns(result) if self._typed else _jsonable(result)
+        return predictions_to_outputs(predictions, self.signature(signature).outputs)
+
     def predict(self, instances: list[Any], **kwargs: Any) -> list[Any]:
         params = next((kwargs[k] for k in PARAMS_KEYS if k in kwargs), None)
         if params is not None and not isinstance(params, dict):
             raise InvalidInput(f"params must be an object, not {type(params).__name__}")
+        return _jsonable(self._call(instances, params))
+
+    def _call(self, instances: list[Any], params: dict[str, Any] | None) -> Any:
         from mlflow.exceptions import MlflowException
 
         try:
-            result = self.model.predict(_model_input(instances), params=params)
+            return self.model.predict(_model_input(instances), params=params)
         except MlflowException as exc:  # the schema's refusal: the client's to fix
             raise FailedPrecondition(_first_line(str(exc.message)))
-        return _jsonable(result)
 
 
 def _model_input(instances: list[Any]) -> Any:
@@ -89,6 +112,20 @@ def _model_input(instances: list[Any]) -> Any:
 
         return pd.DataFrame(instances)
     return np.asarray(instances)
+
+
+def _columns(result: Any) -> list[Any]:
+    """The predictions as the signature's output columns take them: a frame's records (a
+    one-column frame's values), a series' or an array's values."""
+    import pandas as pd
+
+    if isinstance(result, pd.DataFrame) and len(result.columns) == 1:
+        result = result[result.columns[0]]
+    if isinstance(result, pd.DataFrame):
+        return list(result.to_dict(orient="records"))
+    if isinstance(result, pd.Series):
+        return list(result.to_numpy())
+    return _jsonable(result)
 
 
 def _jsonable(result: Any) -> list[Any]:
