@@ -6,13 +6,16 @@ A SavedModel MLP of a realistic size (20 -> 512 -> 512 -> 1, ReLU, float32) is s
 * ``in_worker``: ``FLASK_PREDICT_RUNNER=false``, each worker loads TensorFlow and the model
   (the mode before the runner);
 * ``runner``: the default, one runner process holds TensorFlow for every worker; and
-  ``runner+batching`` (``FLASK_PREDICT_BATCHING=true``, a parameters file of
-  ``max_batch_size`` 32, ``batch_timeout_micros`` 1000) for the throughput at 16 connections.
+  ``runner+batching`` (``FLASK_PREDICT_BATCHING=true``, a parameters file tuned as
+  docs/batching.md advises for sync workers: ``max_batch_size`` 4, the workers' count, so
+  that a burst's batch is full and runs at once; ``batch_timeout_micros`` 1000).
 
 Measured: the total PSS of every process of the server (master, workers, runner; from
 ``/proc/<pid>/smaps_rollup``) with 1, 4 and 8 workers, once each worker has answered; with 4
-workers, one-row latency at one connection (median of sequential requests), one-row
-throughput at 16 connections (``wrk``), and 10,000-row requests (median latency). Ratios
+workers, every mode's server started at once: one-row latency at one connection (median
+of sequential requests, the modes taking turns request by request), one-row
+throughput at 16 connections (``wrk``) with the server's CPU time per request meanwhile,
+and 10,000-row requests (median latency). Ratios
 are against ``in_worker`` in the same run (the machines are noisy).
 
     .venv/bin/python benchmarks/runner.py [--workers 1 4 8] [--modes in_worker runner
@@ -22,6 +25,7 @@ are against ``in_worker`` in the same run (the machines are noisy).
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import statistics
 import sys
@@ -99,14 +103,19 @@ def every_worker_answers(running: harness.Running, workers: int) -> None:
     assert all(status == 200 for status, _ in answers), answers[:2]
 
 
-def latency_ms(running: harness.Running, data: bytes, count: int) -> float:
-    times = []
+def latencies_ms(servers: dict[str, harness.Running], data: bytes, count: int
+                 ) -> dict[str, float]:
+    """The median latency of *count* sequential requests to each server, the servers taking
+    turns request by request: on a shared machine each mode meets the same load (one mode
+    measured after another met a different machine each time)."""
+    times: dict[str, list[float]] = {mode: [] for mode in servers}
     for _ in range(count):
-        started = time.perf_counter()
-        status, _ = harness.post(running.port, PATH, data)
-        times.append((time.perf_counter() - started) * 1000)
-        assert status == 200
-    return statistics.median(times)
+        for mode, running in servers.items():
+            started = time.perf_counter()
+            status, _ = harness.post(running.port, PATH, data)
+            times[mode].append((time.perf_counter() - started) * 1000)
+            assert status == 200
+    return {mode: statistics.median(found) for mode, found in times.items()}
 
 
 def main() -> None:
@@ -123,13 +132,15 @@ def main() -> None:
     folder = Path(tempfile.mkdtemp(prefix="runner-bench-"))
     export_mlp(folder / "mlp", args.hidden)
     params = folder / "batching.txt"
-    params.write_text("max_batch_size { value: 32 }\nbatch_timeout_micros { value: 1000 }\n"
-                      "max_enqueued_batches { value: 100 }\nnum_batch_threads { value: 2 }\n")
+    # docs/batching.md's advice for sync workers: the largest batch a burst can form is the
+    # workers' count (4 in the traffic rows); a larger cap never fills and waits the timeout
+    params.write_text("max_batch_size { value: 4 }\nbatch_timeout_micros { value: 1000 }\n"
+                      "max_enqueued_batches { value: 2 }\nnum_batch_threads { value: 2 }\n")
     modes = {"in_worker": {"FLASK_PREDICT_RUNNER": "false"}, "runner": {},
              "runner+batching": {"FLASK_PREDICT_BATCHING": "true",
                                  "FLASK_PREDICT_BATCHING_PARAMETERS_FILE": str(params)}}
     report: dict[str, Any] = {"pss_mib": {}, "latency_1row_ms": {}, "latency_10000rows_ms": {},
-                              "rps_16": {}}
+                              "rps_16": {}, "cpu_ms_16": {}}
     for workers in args.workers:
         for mode in ("in_worker", "runner"):
             with harness.started(server(mode, folder / "mlp", workers, modes[mode]),
@@ -140,20 +151,29 @@ def main() -> None:
                       f"{report['pss_mib'][f'{mode} x{workers}']:8.1f} MiB", flush=True)
     wrk_body = folder / "one.json"
     wrk_body.write_bytes(body(1))
-    for mode in args.modes:
-        env = modes[mode]
-        with harness.started(server(mode, folder / "mlp", 4, env), timeout=600,
-                             log_dir=folder) as running:
+    with contextlib.ExitStack() as stack:  # every mode's server at once (see latencies_ms)
+        servers = {mode: stack.enter_context(harness.started(
+            server(mode, folder / "mlp", 4, modes[mode]), timeout=600, log_dir=folder))
+            for mode in args.modes}
+        for running in servers.values():
             every_worker_answers(running, 4)
-            report["latency_1row_ms"][mode] = latency_ms(running, body(1), 300)
-            if "batching" not in mode:  # larger than a batch: refused, as TF Serving does
-                report["latency_10000rows_ms"][mode] = latency_ms(running, body(10_000), 15)
-            if not args.no_wrk:
-                url = f"http://127.0.0.1:{running.port}{PATH}"
-                harness.run_wrk(url, wrk_body, 16, 1.0)
-                report["rps_16"][mode] = harness.run_wrk(url, wrk_body, 16, args.seconds)[0]
+        report["latency_1row_ms"] = latencies_ms(servers, body(1), 300)
+        # larger than a batch: refused with batching, as TF Serving does
+        report["latency_10000rows_ms"] = latencies_ms(
+            {m: r for m, r in servers.items() if "batching" not in m}, body(10_000), 15)
+        for mode, running in (servers.items() if not args.no_wrk else ()):
+            url = f"http://127.0.0.1:{running.port}{PATH}"
+            harness.run_wrk(url, wrk_body, 16, 1.0)
+            cpu = running.cpu_seconds()
+            found = harness.run_wrk(url, wrk_body, 16, args.seconds)
+            report["rps_16"][mode] = found[0]
+            # the server's CPU (master, workers, runner) per request: what the 2 cores
+            # spend on one, steadier than requests/s on a shared machine
+            report["cpu_ms_16"][mode] = (running.cpu_seconds() - cpu) / found[4] * 1000
+        for mode in servers:
             print(mode, {k: v.get(mode) for k, v in report.items() if k != "pss_mib"},
                   flush=True)
+        print(f"load average {harness.load_average()}", flush=True)
     print(json.dumps(report, indent=1))
     print(table(report, args.workers))
 
@@ -169,7 +189,8 @@ def table(report: dict[str, Any], workers: list[int]) -> str:
                                                 if one else "") + " |")
     for key, what in (("latency_1row_ms", "one row, 1 connection, median ms"),
                       ("latency_10000rows_ms", "10,000 rows, median ms"),
-                      ("rps_16", "one row, 16 connections, requests/s")):
+                      ("rps_16", "one row, 16 connections, requests/s"),
+                      ("cpu_ms_16", "one row, 16 connections, server CPU ms a request")):
         found = report[key]
         if "in_worker" in found:
             for mode in ("runner", "runner+batching"):

@@ -84,11 +84,13 @@ class RunnerClient:
     def _request(self, header: Mapping[str, Any], arrays: Mapping[str, np.ndarray] | None,
                  timeout: float | None) -> tuple[dict[str, Any], dict[str, np.ndarray]]:
         for attempt in (0, 1):
-            conn, fresh = self._connection()
+            reader, fresh = self._connection()
+            conn = reader.sock
             try:
-                conn.settimeout(timeout)
+                if conn.gettimeout() != timeout:  # (settimeout is a system call each time)
+                    conn.settimeout(timeout)
                 wire.send(conn, header, arrays)
-                reply = wire.receive(conn)
+                reply = reader.receive()
             except socket.timeout:
                 self._drop()
                 raise DeadlineExceeded("the model runner did not answer within the time limit")
@@ -109,10 +111,10 @@ class RunnerClient:
             return False
         return bool(reply.get("ready"))
 
-    def _connection(self) -> tuple[socket.socket, bool]:
-        conn: socket.socket | None = getattr(self._local, "conn", None)
-        if conn is not None:
-            return conn, False
+    def _connection(self) -> tuple[wire.Reader, bool]:
+        reader: wire.Reader | None = getattr(self._local, "reader", None)
+        if reader is not None:
+            return reader, False
         conn = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
         try:
             conn.settimeout(2.0)
@@ -120,18 +122,18 @@ class RunnerClient:
         except OSError:
             conn.close()
             raise ModelNotReady(UNREACHABLE) from None
-        self._local.conn = conn
+        self._local.reader = wire.Reader(conn)
         with self._lock:
             self._open.add(conn)
-        return conn, True
+        return self._local.reader, True
 
     def _drop(self) -> None:
-        conn = getattr(self._local, "conn", None)
-        self._local.conn = None
-        if conn is not None:
+        reader: wire.Reader | None = getattr(self._local, "reader", None)
+        self._local.reader = None
+        if reader is not None:
             with self._lock:
-                self._open.discard(conn)
-            conn.close()
+                self._open.discard(reader.sock)
+            reader.sock.close()
 
 
 class RunnerPredictor(Predictor):

@@ -26,8 +26,6 @@ PREFIX = struct.Struct("!4sIQ")
 MAX_HEADER = 64 << 20
 """A header longer than this is a broken stream, not a message."""
 _ITEM = struct.Struct("!cI")
-SMALL = 64 << 10
-"""A message whose arrays are at most this many bytes is copied into one send."""
 
 
 class WireError(Exception):
@@ -70,8 +68,10 @@ def _objects(array: np.ndarray) -> bytes:
     return b"".join(parts)
 
 
-def decode_arrays(specs: Sequence[Mapping[str, Any]], body: memoryview) -> dict[str, np.ndarray]:
-    """The arrays that *specs* describe, read from *body* (their buffers one after another)."""
+def decode_arrays(specs: Sequence[Mapping[str, Any]], body: memoryview, copy: bool = True
+                  ) -> dict[str, np.ndarray]:
+    """The arrays that *specs* describe, read from *body* (their buffers one after another):
+    copies of them, unless *copy* is false (a body no one else writes to again)."""
     arrays: dict[str, np.ndarray] = {}
     offset = 0
     for spec in specs:
@@ -84,9 +84,9 @@ def decode_arrays(specs: Sequence[Mapping[str, Any]], body: memoryview) -> dict[
         if spec["dtype"] == "object":
             arrays[spec["name"]] = _read_objects(data, shape)
         else:
-            # a copy: the answer outlives the receive buffer, and callers may write to it
-            arrays[spec["name"]] = np.frombuffer(data, dtype=np.dtype(spec["dtype"])
-                                                 ).reshape(shape).copy()
+            # a copy where the body is the connection's buffer: the answer outlives it
+            array = np.frombuffer(data, dtype=np.dtype(spec["dtype"])).reshape(shape)
+            arrays[spec["name"]] = array.copy() if copy else array
     return arrays
 
 
@@ -105,54 +105,99 @@ def _read_objects(data: memoryview, shape: tuple[int, ...]) -> np.ndarray:
     return array.reshape(shape)
 
 
+IOV_MAX = 512
+"""Buffers handed to one ``sendmsg`` at most (the system's limit is 1024)."""
+BUFFER = 68 << 10
+"""A connection's receive buffer (bytes): a message that fits is read with one
+``recv_into``; one larger reads its body into a buffer of its own."""
+
+
 def send(sock: socket.socket, header: Mapping[str, Any],
          arrays: Mapping[str, np.ndarray] | None = None) -> None:
-    """Write one message: *header* (JSON-able) and *arrays* (``header["arrays"]`` says them)."""
+    """Write one message: *header* (JSON-able) and *arrays* (``header["arrays"]`` says them),
+    with one ``sendmsg`` of the prefix, header and the arrays' own buffers (no copy into one
+    string first); more only when the socket takes part of it."""
     head = dict(header)
     buffers: list[Any] = []
     if arrays:
         head["arrays"], buffers = encode_arrays(arrays)
     text = json.dumps(head, separators=(",", ":"), allow_nan=False).encode()
-    body = sum(len(b) if isinstance(b, bytes) else b.nbytes for b in buffers)
-    head_bytes = PREFIX.pack(MAGIC, len(text), body) + text
-    if body <= SMALL:  # one system call for the usual small message
-        sock.sendall(b"".join([head_bytes, *buffers]))
-        return
-    sock.sendall(head_bytes)
-    for buffer in buffers:
-        if len(buffer):
-            sock.sendall(buffer)
+    body = sum(len(b) for b in buffers)
+    parts = [PREFIX.pack(MAGIC, len(text), body) + text, *(b for b in buffers if len(b))]
+    while parts:
+        sent = sock.sendmsg(parts[:IOV_MAX])
+        while parts and sent >= len(parts[0]):
+            sent -= len(parts.pop(0))
+        if sent:
+            parts[0] = memoryview(parts[0])[sent:]
 
 
-def receive(sock: socket.socket) -> tuple[dict[str, Any], dict[str, np.ndarray]] | None:
-    """Read one message; ``None`` when the peer closed the stream between messages."""
-    prefix = _read(sock, PREFIX.size, eof_ok=True)
-    if prefix is None:
-        return None
-    magic, head_size, body_size = PREFIX.unpack(prefix)
-    if magic != MAGIC or head_size > MAX_HEADER:
-        raise WireError("not a runner message")
-    head = _read(sock, head_size)
-    assert head is not None
-    try:
-        header = json.loads(bytes(head))
-    except ValueError as exc:
-        raise WireError(f"a runner message's header is not JSON: {exc}") from None
-    body = _read(sock, body_size) if body_size else memoryview(b"")
-    assert body is not None
-    arrays = decode_arrays(header.pop("arrays", ()), body)
-    return header, arrays
+class Reader:
+    """The reading end of one connection. Whatever the socket has is read into one buffer
+    kept for the connection, so a message that fits it (the usual small one) costs one
+    ``recv_into``; a larger message's body is read into a buffer of its own, which its
+    arrays then use without a copy. Bytes past a message stay for the next."""
 
+    def __init__(self, sock: socket.socket, size: int = BUFFER) -> None:
+        self.sock = sock
+        self._buffer = bytearray(size)
+        self._view = memoryview(self._buffer)
+        self._start = 0
+        self._end = 0
+        """The unread bytes are ``_buffer[_start:_end]``."""
 
-def _read(sock: socket.socket, size: int, eof_ok: bool = False) -> memoryview | None:
-    buffer = bytearray(size)
-    view = memoryview(buffer)
-    got = 0
-    while got < size:
-        n = sock.recv_into(view[got:], size - got)
-        if n == 0:
-            if eof_ok and got == 0:
-                return None
-            raise WireError("the peer closed the stream in the middle of a message")
-        got += n
-    return view
+    def receive(self) -> tuple[dict[str, Any], dict[str, np.ndarray]] | None:
+        """Read one message; ``None`` when the peer closed the stream between messages."""
+        if not self._fill(PREFIX.size, eof_ok=True):
+            return None
+        magic, head_size, body_size = PREFIX.unpack_from(self._buffer, self._start)
+        if magic != MAGIC or head_size > MAX_HEADER:
+            raise WireError("not a runner message")
+        whole = PREFIX.size + head_size + body_size
+        if whole <= len(self._buffer):
+            self._fill(whole)
+            head_at = self._start + PREFIX.size
+            body_at = head_at + head_size
+            head = self._view[head_at:body_at]
+            body, owned = self._view[body_at:body_at + body_size], False
+            self._start += whole
+        else:  # a large message: its body gets a buffer of its own
+            self._fill(PREFIX.size + head_size)
+            head_at = self._start + PREFIX.size
+            head = memoryview(bytes(self._view[head_at:head_at + head_size]))
+            self._start = head_at + head_size
+            body, owned = memoryview(bytearray(body_size)), True
+            got = min(body_size, self._end - self._start)
+            body[:got] = self._view[self._start:self._start + got]
+            self._start += got
+            while got < body_size:
+                n = self.sock.recv_into(body[got:], body_size - got)
+                if n == 0:
+                    raise WireError("the peer closed the stream in the middle of a message")
+                got += n
+        try:
+            header = json.loads(bytes(head))
+        except ValueError as exc:
+            raise WireError(f"a runner message's header is not JSON: {exc}") from None
+        arrays = decode_arrays(header.pop("arrays", ()), body, copy=not owned)
+        return header, arrays
+
+    def _fill(self, size: int, eof_ok: bool = False) -> bool:
+        """At least *size* unread bytes in the buffer (``size <= len(buffer)``); ``False``
+        when the peer closed the stream before any (and *eof_ok*)."""
+        if self._end - self._start >= size:
+            return True
+        if self._start == self._end:
+            self._start = self._end = 0
+        elif self._start + size > len(self._buffer):  # the rest to the front
+            kept = self._end - self._start
+            self._buffer[:kept] = self._view[self._start:self._end]
+            self._start, self._end = 0, kept
+        while self._end - self._start < size:
+            n = self.sock.recv_into(self._view[self._end:], len(self._buffer) - self._end)
+            if n == 0:
+                if eof_ok and self._end == self._start:
+                    return False
+                raise WireError("the peer closed the stream in the middle of a message")
+            self._end += n
+        return True

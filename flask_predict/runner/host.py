@@ -174,10 +174,11 @@ class Runner:
                 self._connections.discard(conn)
 
     def _serve_connection(self, conn: socket.socket) -> None:
+        reader = wire.Reader(conn)
         with conn:
             while True:
                 try:
-                    message = wire.receive(conn)
+                    message = reader.receive()
                 except (OSError, wire.WireError):
                     return
                 if message is None:

@@ -203,7 +203,7 @@ class TensorFlowPredictor(Predictor):
     def _run_session(self, feed_tensors: Mapping[Any, np.ndarray], fetch_tensors: list[Any],
                      seconds: float | None) -> Any:
         """One session step, cancelled by TensorFlow after *seconds* (``None``: no limit)."""
-        options = _run_options(seconds)
+        options = _run_options(seconds, sum(np.size(v) for v in feed_tensors.values()))
         do_run = getattr(self.session, "_do_run", None)
         if do_run is None:  # pragma: no cover - a TensorFlow without the private call
             return self.session.run(fetch_tensors, feed_tensors, options=options)
@@ -226,10 +226,22 @@ class TensorFlowPredictor(Predictor):
         self.session.close()
 
 
-def _run_options(seconds: float | None) -> Any:
-    """``RunOptions`` that cancel the step after *seconds* (TF checks between kernels)."""
+CALLER_THREAD_VALUES = 4096
+"""A step fed at most this many values in all, with no time limit, runs its kernels on the
+calling thread (``RunOptions.inter_op_thread_pool = -1``) rather than handing them to
+TensorFlow's inter-op pool and waiting to be woken: for a small request (a row or a few)
+that hand-off and wake-up cost more than the kernels, and on a busy machine each waits for
+the scheduler. Larger steps keep the pool (branches of a graph run in parallel there), and so
+does a step with a time limit: TensorFlow checks the limit while it waits for the pool, and
+a step on the calling thread would run past it."""
+_CALLER_THREAD = config_pb2.RunOptions(inter_op_thread_pool=-1)
+
+
+def _run_options(seconds: float | None, values: int) -> Any:
+    """``RunOptions`` that cancel the step after *seconds* (TF checks between kernels), or
+    that run a small step fed *values* values on the calling thread."""
     if seconds is None:
-        return None
+        return _CALLER_THREAD if values <= CALLER_THREAD_VALUES else None
     return config_pb2.RunOptions(timeout_in_ms=max(1, int(seconds * 1000)))
 
 

@@ -189,3 +189,18 @@ def test_an_unreadable_saved_model_says_so_in_one_line(tmp_path: Path, file: str
         TensorFlowPredictor.from_path(str(tmp_path))
     assert caught.value.message.startswith(f"unreadable model file: {why}")
     assert "\n" not in caught.value.message
+
+
+def test_a_small_step_on_the_callers_thread_answers_as_the_pool_does(
+        half_plus_two: TensorFlowPredictor) -> None:
+    """A few values run on the calling thread, many on TensorFlow's pool: same answers."""
+    from flask_predict_tensorflow import predictor
+
+    values = np.arange(predictor.CALLER_THREAD_VALUES + 1, dtype=np.float32)
+    large = half_plus_two.predict_tensors({"x": values})["y"]  # past the limit: the pool
+    small = half_plus_two.predict_tensors({"x": values[:3]})["y"]
+    assert large.tolist() == (values * 0.5 + 2).tolist()  # halves and +2: exact in float32
+    assert small.tolist() == large[:3].tolist()
+    assert predictor._run_options(None, 3) is predictor._CALLER_THREAD
+    assert predictor._run_options(None, values.size) is None
+    assert predictor._run_options(1.5, 3).timeout_in_ms == 1500

@@ -32,7 +32,7 @@ def roundtrip(arrays: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
     left, right = socket.socketpair()
     with left, right:
         wire.send(left, {"op": "test"}, arrays)
-        message = wire.receive(right)
+        message = wire.Reader(right).receive()
     assert message is not None
     return message[1]
 
@@ -51,6 +51,33 @@ def test_arrays_cross_exactly_with_their_dtype_and_shape() -> None:
     assert [type(x) for x in back["text"].reshape(-1)] == [bytes, bytes, str, str]
 
 
+def test_messages_larger_than_the_buffer_back_to_back_and_cut_anywhere_read_whole() -> None:
+    large = np.arange(2048, dtype=np.float64)  # past the reader's buffer of 4 KiB
+    small = np.arange(5, dtype=np.int32)
+    left, right = socket.socketpair()
+    with left, right:
+        for arrays in ({"x": small}, {"x": large}, {"x": small}):
+            wire.send(left, {"op": "test"}, arrays)  # all three before any is read
+        reader = wire.Reader(right, size=4096)
+        got = [reader.receive() for _ in range(3)]
+        # one message cut into single bytes: read whole, nothing lost or run together
+        pending = socket.socketpair()
+        with pending[0], pending[1]:
+            wire.send(pending[0], {"op": "one"}, {"x": small})
+            data = pending[1].recv(1 << 16)
+        writer = threading.Thread(target=lambda: [left.sendall(data[i:i + 1])
+                                                  for i in range(len(data))])
+        writer.start()
+        cut = reader.receive()
+        writer.join()
+        left.close()
+        assert reader.receive() is None  # closed between messages
+    for message, sent in zip(got, (small, large, small)):
+        assert message is not None and np.array_equal(message[1]["x"], sent)
+    assert cut is not None and cut[0] == {"op": "one"} and np.array_equal(cut[1]["x"], small)
+    got[1][1]["x"][0] = -1.0  # a large message's array is its own, and writable
+
+
 def test_an_object_that_is_not_text_is_refused_before_anything_is_sent() -> None:
     with pytest.raises(TypeError, match="dict"):
         wire.encode_arrays({"x": np.array([{"a": 1}], dtype=object)})
@@ -61,7 +88,7 @@ def test_a_broken_stream_is_an_error_not_a_message() -> None:
     with left, right:
         left.sendall(b"HTTP/1.1 200 OK\r\n\r\n")
         with pytest.raises(wire.WireError):
-            wire.receive(right)
+            wire.Reader(right).receive()
 
 
 def test_errors_keep_their_kind_and_message() -> None:
