@@ -139,6 +139,62 @@ def test_bad_json_bodies_are_400(mlflow_client: FlaskClient, data: str, words: s
     assert words in refused(mlflow_client, 400, data=data)
 
 
+def _iris_split(change: int, value: Any) -> dict[str, Any]:
+    rows = [list(row) for row in IRIS_ROWS]
+    rows[1][change] = value
+    return {"dataframe_split": {"columns": IRIS_COLUMNS, "data": rows}}
+
+
+def _iris_records(change: str | None, value: Any = None) -> dict[str, Any]:
+    records: list[dict[str, Any]] = [dict(zip(IRIS_COLUMNS, row)) for row in IRIS_ROWS]
+    if value is None and change is not None:
+        del records[1][change]
+    elif change is not None:
+        records[1][change] = value
+    return {"dataframe_records": records}
+
+
+@pytest.mark.parametrize("body, words", [
+    (_iris_split(2, "x"), "column 'petal length (cm)': JSON Value: \"x\" Type: String is "
+                          "not of expected type: double"),
+    (_iris_split(2, "1.5"), "column 'petal length (cm)': JSON Value: \"1.5\" Type: String"),
+    (_iris_split(0, True), "column 'sepal length (cm)': JSON Value: true Type: True is not "
+                           "of expected type: double"),
+    (_iris_split(3, None), "column 'petal width (cm)': value 1 is missing (null or NaN)"),
+    (_iris_split(3, 2 ** 60), "column 'petal width (cm)': Cannot convert JSON value"),
+    ({"dataframe_split": {"columns": IRIS_COLUMNS, "data": [IRIS_ROWS[0], IRIS_ROWS[1][:3]]}},
+     "row 1 of 'dataframe_split' holds 3 values for 4 columns"),
+    ({"dataframe_split": {"columns": IRIS_COLUMNS[:3], "data": [r[:3] for r in IRIS_ROWS]}},
+     "Missing named input: petal width (cm)"),
+    (_iris_records("sepal width (cm)"), "column 'sepal width (cm)': value 1 is missing"),
+    (_iris_records("sepal width (cm)", "wide"), "column 'sepal width (cm)': JSON Value: "
+                                                "\"wide\" Type: String"),
+    (_iris_records("sepal width (cm)", False), "column 'sepal width (cm)': JSON Value: false"),
+], ids=["text", "a number as text", "a boolean", "null", "past 2**53", "ragged rows",
+        "a missing column", "a record without a column", "text in a record",
+        "a boolean in a record"])
+def test_a_table_of_numbers_refuses_what_is_not_numbers(mlflow_client: FlaskClient,
+                                                       body: Any, words: str) -> None:
+    """The iris model's columns are all doubles: a table of plain numbers is read at once,
+    and anything else is refused by the columns' checks, in MLflow's shape."""
+    assert words in refused(mlflow_client, 400, body)
+
+
+def test_a_nan_token_is_a_missing_value_the_model_refuses(mlflow_client: FlaskClient) -> None:
+    data = json.dumps(_iris_split(1, 0.0)).replace("0.0", "NaN")
+    assert "column 'sepal width (cm)': value 1 is missing" in refused(mlflow_client, 400,
+                                                                      data=data)
+
+
+def test_integers_and_extra_text_columns_answer_as_numbers(mlflow_client: FlaskClient) -> None:
+    whole = [[round(v) for v in row] for row in IRIS_ROWS]
+    split = {"dataframe_split": {"columns": IRIS_COLUMNS, "data": whole}}
+    named = {"dataframe_split": {"columns": [*IRIS_COLUMNS, "note"],
+                                 "data": [[*row, "a note"] for row in whole]}}
+    assert invoke(mlflow_client, split) == invoke(mlflow_client, named)
+    assert invoke(mlflow_client, split)[0] == 200
+
+
 @pytest.mark.parametrize("data, words", [
     ("a,b\n1\n", "Expected 2 fields in line 2, saw 1"),
     (b"\xff\xfe,a\n1,2\n", "valid UTF-8"),
