@@ -35,7 +35,7 @@ from .predictions import (predictions_to_outputs, predictions_to_tensor, tensors
 from .preview import json_kind, preview
 from .printing import dumps, dumps_strict
 from .rows import columns_to_tensors, matrix_to_tensors, rows_to_tensors
-from .tables import ColumnMatrix, matrix_of, named_rows, number_rows
+from .tables import ColumnMatrix, matrix_of, named_matrix, named_rows, number_rows, number_table
 from .tfnumbers import dumps_tfserving
 
 __all__ = [
@@ -49,7 +49,8 @@ __all__ = [
     "past_range", "to_array",
     # instances and rows <-> named tensors
     "ColumnMatrix", "columns_to_tensors", "examples_to_columns", "examples_to_rows",
-    "matrix_of", "matrix_to_tensors", "named_rows", "number_rows",
+    "matrix_of", "matrix_to_tensors", "named_matrix", "named_rows", "number_rows",
+    "number_table",
     "predictions_to_outputs", "predictions_to_tensor", "rows_to_tensors", "tensors_to_instances",
     "tensors_to_rows",
 ]

@@ -18,11 +18,13 @@ import operator
 from typing import Any, Sequence
 
 import numpy as np
+import simdjson
 
 from ..types import Tensor
 from .arrays import has_booleans
 from .dtypes import FLOAT64
 from .json_tensor import LOSSLESS
+from .parsing import SMALL_BODY, count_byte, simdjson_member
 
 EXACT = LOSSLESS["FP64"]
 """The largest magnitude taken: from 2**53 on, an integer's rounding is the decoders' call."""
@@ -86,14 +88,58 @@ def named_rows(columns: Sequence[str], rows: Any, wanted: Sequence[str]) -> Colu
     """The columns *wanted* (in that order) of a table whose *rows* hold one number for each
     of *columns*: a :class:`ColumnMatrix`, or ``None`` where :func:`number_rows` refuses the
     rows or a wanted column is not among *columns* (extra columns are dropped)."""
+    if not set(wanted) <= set(columns):
+        return None
+    matrix = number_rows(rows)
+    return None if matrix is None else named_matrix(columns, matrix, wanted)
+
+
+def named_matrix(columns: Sequence[str], matrix: Tensor, wanted: Sequence[str]
+                 ) -> ColumnMatrix | None:
+    """:func:`named_rows` for rows already read into *matrix*."""
     place = {name: index for index, name in enumerate(columns)}
     try:
         order = [place[name] for name in wanted]
     except KeyError:
         return None
-    matrix = number_rows(rows)
-    if matrix is None or matrix.shape[1] != len(columns):
+    if matrix.ndim != 2 or matrix.shape[1] != len(columns):
         return None
     if order != list(range(len(columns))):
         matrix = matrix[:, order]
     return ColumnMatrix(wanted, matrix)
+
+
+def number_table(body: bytes, key: str) -> tuple[list[str], Tensor] | None:
+    """A body that is exactly ``{"<key>": {"columns": [...], "data": [[...], ...]}}`` (the
+    two members in either order, nothing else): its column names and the float64 matrix of
+    its rows, when the names are distinct strings and every row holds one plain JSON number
+    per column (under 2**53); ``None`` for any other body, left to the full parse.
+
+    simdjson reads the numbers straight into one buffer, with no Python object per number
+    (:func:`.parsing.number_matrix`'s way, and its checks: an array inside a row or a name
+    adds a ``[`` to the body, so the count of them says there is none). A small body is
+    left to the full parse: simdjson's set-up costs more than the whole parse there.
+    """
+    if len(body) <= SMALL_BODY:
+        return None
+    try:
+        table = simdjson_member(body, key)
+        if not isinstance(table, simdjson.Object) or sorted(table.keys()) != ["columns",
+                                                                               "data"]:
+            return None
+        names, rows = table["columns"], table["data"]
+        if not isinstance(names, simdjson.Array) or not isinstance(rows, simdjson.Array):
+            return None
+        columns = [name for name in names.as_list() if type(name) is str]
+        width, count = len(columns), len(rows)
+        if (not width or not count or width != len(names) or len(set(columns)) != width
+                or count_byte(body, b"[") != count + 2):
+            return None
+        if set(map(len, rows)) != {width}:  # type: ignore[arg-type]  # a number: TypeError
+            return None
+        flat = np.frombuffer(rows.as_buffer(of_type="d"), dtype=np.float64)
+    except (ValueError, TypeError, RuntimeError, KeyError, IndexError):
+        return None  # bad JSON, NaN tokens, null, booleans or text among the numbers
+    if flat.size != count * width or not float(np.abs(flat).max()) <= EXACT:
+        return None
+    return columns, flat.reshape(count, width)

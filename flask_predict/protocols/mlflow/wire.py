@@ -15,7 +15,7 @@ from typing import Any, Mapping, NamedTuple
 
 from ... import codecs
 from ...errors import InvalidInput
-from ...types import Signature, Tensor
+from ...types import Limits, Signature, Tensor
 
 JSON = "application/json"
 CSV = "text/csv"
@@ -123,6 +123,37 @@ def decode_json(document: Any) -> Body:
     return Body(present[0], document[present[0]], document.get(PARAMS))
 
 
+SPLIT = "dataframe_split"
+SPLIT_DEPTH = 4
+"""How deeply ``{"dataframe_split": {"data": [[...]]}}`` nests."""
+
+
+class NumberTable(NamedTuple):
+    """A ``dataframe_split`` body of nothing but numbers, read straight into a matrix
+    (``codecs.number_table``); its JSON, for a model that takes anything else."""
+
+    columns: list[str]
+    matrix: Tensor
+    body: bytes
+
+
+def number_split(body: bytes, limits: Limits) -> Body | None:
+    """*body* when it is only a ``dataframe_split`` of named columns of numbers, read at
+    once (no Python object per number); ``None`` for any other body (and under a depth limit
+    that refuses it), which :func:`decode_json` reads after the full parse."""
+    if limits.max_json_depth < SPLIT_DEPTH:
+        return None
+    found = codecs.number_table(body, SPLIT)
+    return None if found is None else Body(SPLIT, NumberTable(*found, body), None)
+
+
+def _doubles(signature: Signature) -> list[str] | None:
+    """The inputs of a table of ``double`` columns (a tabular signature of FP64 inputs)."""
+    if not signature.tabular or any(spec.datatype != "FP64" for spec in signature.inputs):
+        return None
+    return [spec.name for spec in signature.inputs]
+
+
 # --- tables ---------------------------------------------------------------------------------
 
 class Table(NamedTuple):
@@ -185,9 +216,9 @@ def table_tensors(table: Table, signature: Signature) -> dict[str, Tensor]:
     if not table.rows:
         raise InvalidInput("Invalid input. the data frame holds no rows")
     if signature.tabular and table.columns is not None:
-        if all(spec.datatype == "FP64" for spec in signature.inputs):
-            matrix = codecs.named_rows(table.columns, table.rows,
-                                       [spec.name for spec in signature.inputs])
+        doubles = _doubles(signature)
+        if doubles is not None:
+            matrix = codecs.named_rows(table.columns, table.rows, doubles)
             if matrix is not None:
                 return matrix
         wanted = {spec.name for spec in signature.inputs}
@@ -206,8 +237,9 @@ def body_table(body: Body) -> Table:
     if body.format == CSV:
         table: Table = body.data
         return table
-    return split_table(body.data) if body.format == "dataframe_split" else records_table(
-        body.data)
+    if isinstance(body.data, NumberTable):  # a model that takes more than numbers
+        return split_table(codecs.loads(body.data.body)[SPLIT])
+    return split_table(body.data) if body.format == SPLIT else records_table(body.data)
 
 
 def body_tensors(body: Body, signature: Signature) -> dict[str, Tensor]:
@@ -216,6 +248,12 @@ def body_tensors(body: Body, signature: Signature) -> dict[str, Tensor]:
         return codecs.rows_to_tensors(body.data, signature)
     if body.format == "inputs":
         return codecs.columns_to_tensors(body.data, signature)
+    if isinstance(body.data, NumberTable):
+        doubles = _doubles(signature)
+        matrix = None if doubles is None else codecs.named_matrix(
+            body.data.columns, body.data.matrix, doubles)
+        if matrix is not None:
+            return matrix
     return table_tensors(body_table(body), signature)
 
 

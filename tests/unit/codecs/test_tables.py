@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import json
 import math
 from typing import Any
 
@@ -118,3 +119,48 @@ def test_named_rows_takes_the_wanted_columns_in_their_order() -> None:
 def test_named_rows_leaves_other_tables(columns: list[str], rows: list[list[Any]],
                                         wanted: list[str]) -> None:
     assert codecs.named_rows(columns, rows, wanted) is None
+
+
+def _split_body(rows: Any, columns: Any = None, **members: Any) -> bytes:
+    """A ``dataframe_split`` body of *rows*, long enough for simdjson (over 768 bytes)."""
+    names = columns if columns is not None else [f"c{i}" for i in range(len(rows[0]))]
+    table = {"columns": names, "data": rows, **members}
+    return json.dumps({"dataframe_split": table}).encode()
+
+
+LONG = 100
+"""Copies of a row that make a body long enough for simdjson."""
+
+
+@pytest.mark.parametrize("rows", NUMBER_ROWS[:6])
+def test_a_long_table_of_numbers_is_read_as_number_rows_reads_it(rows: list[list[Any]]) -> None:
+    body = _split_body(rows * LONG)
+    found = codecs.number_table(body, "dataframe_split")
+    assert found is not None
+    columns, matrix = found
+    assert columns == [f"c{i}" for i in range(len(rows[0]))]
+    expected = codecs.number_rows(json.loads(body)["dataframe_split"]["data"])
+    assert expected is not None
+    np.testing.assert_array_equal(matrix, expected)
+    assert matrix.dtype == np.float64
+
+
+@pytest.mark.parametrize("body", [
+    _split_body([[1.5, 2.5]]),                                      # short: orjson's
+    _split_body([[1.5, 2.5]] * LONG, index=list(range(LONG))),      # another member
+    _split_body([[1.5, 2.5]] * LONG, ["a", "a"]),                   # a column named twice
+    _split_body([[1.5, 2.5]] * LONG, ["a", 1]),                     # a name not text
+    _split_body([[1.5, 2.5]] * LONG, ["a[", "b"]),                  # a bracket in a name
+    _split_body([[1.5, 2.5]] * LONG, ["a"]),                        # rows wider than names
+    _split_body([[1.5, 2.5]] * LONG + [[1.5]]),                     # ragged
+    _split_body([[1.5, [2.5]]] + [[1.5, 2.5]] * LONG),              # nested
+    *(_split_body([[1.5, value]] + [[1.5, 2.5]] * LONG)
+      for value in ("2.5", True, None, {"a": 1}, 2 ** 53, 2 ** 70)),
+    _split_body([[1.5, 2.5]] * LONG).replace(b"2.5]]", b"NaN]]"),   # a NaN token
+    json.dumps({"dataframe_split": {"columns": ["a"], "data": [[1.5]] * LONG},
+                "params": {"x": 1}}).encode(),
+    json.dumps({"dataframe_records": [{"a": 1.5}] * LONG}).encode(),
+    _split_body([[1.5, 2.5]] * LONG)[:-2],                          # not JSON
+], ids=lambda body: body[-60:].decode(errors="replace"))
+def test_any_other_body_is_left_to_the_full_parse(body: bytes) -> None:
+    assert codecs.number_table(body, "dataframe_split") is None
