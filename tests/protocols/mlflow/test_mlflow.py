@@ -88,6 +88,10 @@ def test_a_matrix_model_takes_rows_by_position(mlflow_client: FlaskClient) -> No
                  {"dataframe_split": {"columns": ["a", "b", "c", "d"], "data": IRIS_ROWS}}):
         assert invoke(mlflow_client, body, headers=headers) == (
             200, {"predictions": IRIS_LABELS}), body
+    long = {"dataframe_split": {"columns": ["a", "b", "c", "d"], "data": IRIS_ROWS * 40}}
+    assert len(json.dumps(long)) > 768  # read by simdjson, then by position
+    assert invoke(mlflow_client, long, headers=headers) == (
+        200, {"predictions": IRIS_LABELS * 40})
 
 
 def test_a_pipeline_takes_text_and_missing_values(mlflow_client: FlaskClient) -> None:
