@@ -32,9 +32,9 @@ from .runtime.deadline import native as native_call
 from .runtime.resources import detected_gpus, process_threads
 from .storage.artifacts import (PICKLED_FRAMEWORKS, UNPICKLING_ERRORS, empty, pickled_module,
                                 unreadable_pickle)
-from .tabular import (ANY, NUMBER, TEXT, Column, code_matrix, feature_rows, is_missing,
-                      known_categories, read_columns, refused_feature, refused_number,
-                      single_input, tabular_signature)
+from .tabular import (ANY, NUMBER, TEXT, Column, code_matrix, column_matrix, feature_rows,
+                      is_missing, known_categories, number_columns, read_columns,
+                      refused_feature, refused_number, single_input, tabular_signature)
 from .types import (DEFAULT_SIGNATURE, Classification, Example, InferenceRequest,
                     ModelMetadata, Signature, Tensor, TensorSpec)
 
@@ -48,9 +48,9 @@ __all__ = [
     "ConfigError", "DeadlineExceeded", "FailedPrecondition", "InvalidInput", "PredictError",
     "UnreadableModel", "one_line",
     # tabular helpers
-    "ANY", "NUMBER", "TEXT", "Column", "code_matrix", "feature_rows", "is_missing",
-    "known_categories", "read_columns", "refused_feature", "refused_number", "single_input",
-    "tabular_signature",
+    "ANY", "NUMBER", "TEXT", "Column", "code_matrix", "column_matrix", "feature_rows",
+    "is_missing", "known_categories", "number_columns", "read_columns", "refused_feature",
+    "refused_number", "single_input", "tabular_signature",
     # arrays
     "FLOATS", "NUMPY_TO_V2", "V2_TO_NUMPY", "check_shape", "past_range", "tensors_to_instances",
     "predictions_to_outputs",

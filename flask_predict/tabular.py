@@ -113,6 +113,30 @@ def read_columns(inputs: Mapping[str, Tensor], columns: Sequence[Column]) -> dic
     return read
 
 
+def number_columns(columns: Sequence[Column]) -> tuple[str, ...] | None:
+    """The names of *columns* where every one takes plain numbers (no categories): a model
+    fitted on them can take one matrix of them (:func:`column_matrix`); else ``None``."""
+    if not columns or any(c.kind != NUMBER or c.categories is not None for c in columns):
+        return None
+    return tuple(column.name for column in columns)
+
+
+def column_matrix(inputs: Mapping[str, Tensor], columns: Sequence[Column]
+                  ) -> tuple[Mapping[str, Tensor], Tensor]:
+    """For *columns* that all take numbers (:func:`number_columns`): the request's columns
+    checked as :func:`read_columns` checks them, and the float64 matrix of them, one column
+    each in the columns' order (in either memory order).
+
+    An unchanged ``codecs.ColumnMatrix`` of exactly those columns (one table of numbers,
+    decoded at once) is taken as it is: its columns are float64 and one per row already."""
+    names = [column.name for column in columns]
+    matrix = codecs.matrix_of(inputs, names)
+    if matrix is not None:
+        return inputs, matrix
+    read = read_columns(inputs, columns)
+    return read, np.array(list(read.values())).T
+
+
 def code_matrix(columns: Mapping[str, Tensor], layout: Sequence[Column],
                 dtype: type[np.floating[Any]]) -> Tensor:
     """The C-contiguous matrix of *columns* (from :func:`read_columns`) for a tree model

@@ -9,7 +9,8 @@ response bodies. One module per concern:
 * :mod:`.dtypes` - the one datatype table and integer range check;
 * :mod:`.arrays` - JSON values <-> arrays by V2 datatype, ``{"b64": ...}``;
 * :mod:`.rows` - row and columnar instances -> named tensors (TF Serving's rules and texts);
-  :mod:`.json_tensor` - one JSON value -> its tensor, by the same rules;
+  :mod:`.json_tensor` - one JSON value -> its tensor, by the same rules; :mod:`.tables` -
+  rows of numbers -> one float64 matrix, handed on as named columns (``ColumnMatrix``);
 * :mod:`.predictions` - outputs -> rows of predictions; the instances door of tensor
   predictors (tensors -> instances, predictions -> tensors);
 * :mod:`.examples` - tf.Example features -> feature rows, or a table's columns;
@@ -34,6 +35,7 @@ from .predictions import (predictions_to_outputs, predictions_to_tensor, tensors
 from .preview import json_kind, preview
 from .printing import dumps, dumps_strict
 from .rows import columns_to_tensors, matrix_to_tensors, rows_to_tensors
+from .tables import ColumnMatrix, matrix_of, named_matrix, named_rows, number_rows, number_table
 from .tfnumbers import dumps_tfserving
 
 __all__ = [
@@ -46,7 +48,9 @@ __all__ = [
     "as_bytes", "b64_decode", "check_shape", "datatype_of", "has_booleans", "json_value",
     "past_range", "to_array",
     # instances and rows <-> named tensors
-    "columns_to_tensors", "examples_to_columns", "examples_to_rows", "matrix_to_tensors",
+    "ColumnMatrix", "columns_to_tensors", "examples_to_columns", "examples_to_rows",
+    "matrix_of", "matrix_to_tensors", "named_matrix", "named_rows", "number_rows",
+    "number_table",
     "predictions_to_outputs", "predictions_to_tensor", "rows_to_tensors", "tensors_to_instances",
     "tensors_to_rows",
 ]

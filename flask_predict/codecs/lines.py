@@ -7,7 +7,7 @@ from __future__ import annotations
 import numpy as np
 
 from ..types import Tensor
-from .parsing import SIMDJSON_SAFE_BYTES, _parse_simdjson
+from .parsing import SIMDJSON_SAFE_BYTES, parse_simdjson
 
 _OPEN, _CLOSE, _COMMA = ord("["), ord("]"), ord(",")
 
@@ -36,7 +36,7 @@ def number_lines(text: bytes, ends: Tensor) -> Tensor | None:
     if int(np.count_nonzero(view == _OPEN)) != count:
         return None
     try:
-        document = _parse_simdjson(_one_array(text, ends))
+        document = parse_simdjson(_one_array(text, ends))
         # numbers only: as_buffer refuses strings, literals and objects
         flat = np.frombuffer(document.as_buffer(of_type="d"), dtype=np.float64)
     except (ValueError, TypeError, RuntimeError):

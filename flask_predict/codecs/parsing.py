@@ -144,7 +144,7 @@ def check_depth(body: bytes, limit: int) -> None:
 _simdjson = threading.local()
 
 
-def _parse_simdjson(body: bytes | bytearray) -> Any:
+def parse_simdjson(body: bytes | bytearray) -> Any:
     """Parse with simdjson: this thread's reused parser for a short body (a new parser per
     call would allocate its buffers again: about 2 ms of a 2 MB body), else a parser of its
     own. A parser whose last document is still referenced refuses to parse; then a new one
@@ -176,20 +176,15 @@ def number_matrix(body: bytes, key: str) -> Tensor | None:
     """
     if len(body) <= SMALL_BODY:
         return _small_number_matrix(body, key)
-    if len(body) > SIMDJSON_SAFE_BYTES:
-        return None
     try:
-        document = _parse_simdjson(body)
-        if not isinstance(document, simdjson.Object) or list(document.keys()) != [key]:
-            return None
-        rows = document[key]
+        rows = simdjson_member(body, key)
         if not isinstance(rows, simdjson.Array) or not len(rows):
             return None
         width = len(rows[0]) if isinstance(rows[0], simdjson.Array) else 0
         # every row of *width* items and no array but the rows: so every row is an array of
         # numbers (len() of a number raises TypeError; as_buffer refuses a row that is an
         # object or a string, and anything but numbers inside the rows)
-        if not width or _count_byte(body, b"[") != len(rows) + 1:
+        if not width or count_byte(body, b"[") != len(rows) + 1:
             return None
         if set(map(len, rows)) != {width}:  # type: ignore[arg-type]  # a number: TypeError
             return None
@@ -201,13 +196,25 @@ def number_matrix(body: bytes, key: str) -> Tensor | None:
     return flat.reshape(len(rows), width)
 
 
+def simdjson_member(body: bytes, key: str) -> Any:
+    """The value of *body*'s only member *key*, parsed by simdjson (which raises
+    ``ValueError`` on bad JSON); ``None`` for a body that is another value, or longer than
+    :data:`SIMDJSON_SAFE_BYTES`."""
+    if len(body) > SIMDJSON_SAFE_BYTES:
+        return None
+    document = parse_simdjson(body)
+    if not isinstance(document, simdjson.Object) or list(document.keys()) != [key]:
+        return None
+    return document[key]
+
+
 NUMPY_COUNT_FROM = 4096
 """From a body of this many bytes on, numpy's comparison counts a byte in it faster than
 ``bytes.count``, which steps through the body a byte at a time (2.1x slower at 19 KB, 4.3x
 at 190 KB); below, numpy's set-up costs more than the whole count."""
 
 
-def _count_byte(body: bytes, byte: bytes) -> int:
+def count_byte(body: bytes, byte: bytes) -> int:
     """How often *byte* occurs in *body*."""
     if len(body) < NUMPY_COUNT_FROM:
         return body.count(byte)
@@ -304,7 +311,7 @@ def loads_v2_infer(body: bytes) -> Any:
     if len(body) > SIMDJSON_SAFE_BYTES or len(body) <= SMALL_BODY:
         return loads(body)  # a small body: simdjson's set-up costs more than the whole parse
     try:
-        document = _parse_simdjson(body)
+        document = parse_simdjson(body)
         if not isinstance(document, simdjson.Object) or _duplicates(document):
             return loads(body)
         # items() would turn every value into Python objects: look each key up lazily
@@ -339,7 +346,7 @@ def _v2_inputs(body: bytes, inputs: Any, parsed: dict[str, Any]) -> list[Any]:
     fast = [(index, arrays) for index, (_, arrays) in enumerate(found) if arrays is not None]
     # values is the "inputs" array itself
     expected = _arrays_in(parsed) + _arrays_in(values) + sum(n for _, n in fast)
-    if fast and _count_byte(body, b"[") != expected:
+    if fast and count_byte(body, b"[") != expected:
         for index, arrays in fast:
             if _brackets(inputs[index]["data"]) != arrays:
                 values[index] = _python(inputs[index])

@@ -127,6 +127,9 @@ class SignedPredictor(Predictor):
                                                    meta.default_signature: signature},
                                  properties=properties)
         self._inner_inputs = [spec.name for spec in own.inputs]
+        self._doubles = tuple(c.name for c in self.columns) if all(
+            c.type == "double" for c in self.columns) else None
+        """The columns, where all are ``double``: a matrix of them needs no cast."""
 
     @classmethod
     def from_path(cls, model_dir: str, **options: Any) -> Predictor:
@@ -153,6 +156,9 @@ class SignedPredictor(Predictor):
     def predict_tensors(self, inputs: Mapping[str, Tensor],
                         outputs: Sequence[str] | None = None,
                         signature: str | None = None) -> dict[str, Tensor]:
+        if (isinstance(inputs, codecs.ColumnMatrix) and self._doubles is not None
+                and codecs.matrix_of(inputs, self._doubles) is not None):
+            return self._predict(inputs, outputs)  # float64 columns: no cast to make
         checked = {}
         for column in self.columns:
             if _present(column, [column.name in inputs]):
@@ -162,7 +168,13 @@ class SignedPredictor(Predictor):
     def _predict(self, columns: dict[str, np.ndarray],
                  outputs: Sequence[str] | None) -> dict[str, Tensor]:
         names = self._inner_inputs
+        if codecs.matrix_of(columns, names) is not None:
+            return self.inner.predict_tensors(columns, outputs)  # the model's own columns
         if len(names) == 1 and names[0] not in columns and len(self.columns) > 1:
+            stacked = (codecs.matrix_of(columns, self._doubles)
+                       if self._doubles is not None else None)
+            if stacked is not None:
+                return self.inner.predict_tensors({names[0]: stacked}, outputs)
             try:
                 matrix = np.column_stack([np.asarray(columns[c.name], dtype=np.float64)
                                           for c in self.columns if c.name in columns])

@@ -62,7 +62,11 @@ def invocations() -> ResponseReturnValue:
     mime = wire.media_type(environ.get("CONTENT_TYPE"))
     csv_answer = wants_csv(environ.get("HTTP_ACCEPT"))
     raw = read_body(state)
-    body = wire.decode_csv(raw) if mime == wire.CSV else wire.decode_json(read_json(state, raw))
+    if mime == wire.CSV:
+        body = wire.decode_csv(raw)
+    else:
+        body = (wire.number_split(raw, state.settings.limits)
+                or wire.decode_json(read_json(state, raw)))
     predicted = predict(state, target(state, environ.get(TARGET_MODEL)), body)
     if csv_answer:
         rows = predicted if isinstance(predicted, list) else [predicted]

@@ -10,11 +10,12 @@ from __future__ import annotations
 
 import csv
 import io
+import operator
 from typing import Any, Mapping, NamedTuple
 
 from ... import codecs
 from ...errors import InvalidInput
-from ...types import Signature, Tensor
+from ...types import Limits, Signature, Tensor
 
 JSON = "application/json"
 CSV = "text/csv"
@@ -122,6 +123,37 @@ def decode_json(document: Any) -> Body:
     return Body(present[0], document[present[0]], document.get(PARAMS))
 
 
+SPLIT = "dataframe_split"
+SPLIT_DEPTH = 4
+"""How deeply ``{"dataframe_split": {"data": [[...]]}}`` nests."""
+
+
+class NumberTable(NamedTuple):
+    """A ``dataframe_split`` body of nothing but numbers, read straight into a matrix
+    (``codecs.number_table``); its JSON, for a model that takes anything else."""
+
+    columns: list[str]
+    matrix: Tensor
+    body: bytes
+
+
+def number_split(body: bytes, limits: Limits) -> Body | None:
+    """*body* when it is only a ``dataframe_split`` of named columns of numbers, read at
+    once (no Python object per number); ``None`` for any other body (and under a depth limit
+    that refuses it), which :func:`decode_json` reads after the full parse."""
+    if limits.max_json_depth < SPLIT_DEPTH:
+        return None
+    found = codecs.number_table(body, SPLIT)
+    return None if found is None else Body(SPLIT, NumberTable(*found, body), None)
+
+
+def _doubles(signature: Signature) -> list[str] | None:
+    """The inputs of a table of ``double`` columns (a tabular signature of FP64 inputs)."""
+    if not signature.tabular or any(spec.datatype != "FP64" for spec in signature.inputs):
+        return None
+    return [spec.name for spec in signature.inputs]
+
+
 # --- tables ---------------------------------------------------------------------------------
 
 class Table(NamedTuple):
@@ -159,6 +191,14 @@ def records_table(value: Any) -> Table:
     if not isinstance(value, list) or not all(isinstance(row, dict) for row in value):
         raise InvalidInput("Invalid input. 'dataframe_records' must be a list of objects, "
                            "one per row, naming its columns")
+    names = list(value[0]) if value else []
+    if len(names) > 1 and set(map(len, value)) == {len(names)}:
+        # the usual table, every row naming the first row's columns (and no other, being
+        # as long): read at C speed
+        try:
+            return Table(names, list(map(list, map(operator.itemgetter(*names), value))))
+        except KeyError:
+            pass
     columns: dict[str, None] = {}
     for row in value:
         columns.update(dict.fromkeys(row))
@@ -168,10 +208,19 @@ def records_table(value: Any) -> Table:
 def table_tensors(table: Table, signature: Signature) -> dict[str, Tensor]:
     """A table as the model's inputs. Columns are taken by name where the signature names
     them (a tabular signature: extra columns ignored, order free) and by position otherwise
-    (one input of feature rows: the frame's values, as MLflow hands them to the model)."""
+    (one input of feature rows: the frame's values, as MLflow hands them to the model).
+
+    A table of nothing but numbers for a signature of ``double`` columns, all present, is
+    read into one matrix at once (``codecs.named_rows``: the same values the columns would
+    hold); any other table, and any refusal, is the columns' one by one."""
     if not table.rows:
         raise InvalidInput("Invalid input. the data frame holds no rows")
     if signature.tabular and table.columns is not None:
+        doubles = _doubles(signature)
+        if doubles is not None:
+            matrix = codecs.named_rows(table.columns, table.rows, doubles)
+            if matrix is not None:
+                return matrix
         wanted = {spec.name for spec in signature.inputs}
         columns = {name: [row[index] for row in table.rows]
                    for index, name in enumerate(table.columns) if name in wanted}
@@ -188,8 +237,9 @@ def body_table(body: Body) -> Table:
     if body.format == CSV:
         table: Table = body.data
         return table
-    return split_table(body.data) if body.format == "dataframe_split" else records_table(
-        body.data)
+    if isinstance(body.data, NumberTable):  # a model that takes more than numbers
+        return split_table(codecs.loads(body.data.body)[SPLIT])
+    return split_table(body.data) if body.format == SPLIT else records_table(body.data)
 
 
 def body_tensors(body: Body, signature: Signature) -> dict[str, Tensor]:
@@ -198,6 +248,12 @@ def body_tensors(body: Body, signature: Signature) -> dict[str, Tensor]:
         return codecs.rows_to_tensors(body.data, signature)
     if body.format == "inputs":
         return codecs.columns_to_tensors(body.data, signature)
+    if isinstance(body.data, NumberTable):
+        doubles = _doubles(signature)
+        matrix = None if doubles is None else codecs.named_matrix(
+            body.data.columns, body.data.matrix, doubles)
+        if matrix is not None:
+            return matrix
     return table_tensors(body_table(body), signature)
 
 

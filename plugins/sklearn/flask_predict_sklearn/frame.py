@@ -39,6 +39,13 @@ def to_frame(columns: Mapping[str, Tensor], layout: Layout) -> Any:
     return pd.DataFrame(data)
 
 
+def number_frame(matrix: Tensor, names: Sequence[str]) -> Any:
+    """The DataFrame of a float64 *matrix*, one column per name: one block, where
+    :func:`to_frame` builds it column by column. Its values reach a model as they are,
+    in the same memory order (a Fortran-ordered matrix is what pandas keeps anyway)."""
+    return pd.DataFrame(matrix, columns=list(names), copy=False)
+
+
 def run_methods(model: Any, data: Any, methods: Sequence[str]) -> dict[str, Tensor]:
     """``getattr(model, method)(data)`` for each of *methods*; a plain Pipeline's
     transformers run once for them all."""

@@ -9,15 +9,17 @@ import numpy as np
 from flask_predict.plugin import FLOATS, Tensor
 
 
-def is_linear_classifier(model: Any) -> bool:
+def is_linear_classifier(model: Any, named: bool = False) -> bool:
     """A linear classifier (LogisticRegression, SGDClassifier, ...) whose ``predict`` is
-    scikit-learn's own, fitted without feature names (those make scikit-learn warn)."""
+    scikit-learn's own, fitted without feature names (those make scikit-learn warn on a
+    matrix), or with them where *named*: the caller hands it the matrix of exactly those
+    columns, in order, and never calls scikit-learn with it."""
     from sklearn.linear_model import LogisticRegression
 
     cls = type(model)
     return (getattr(cls, "predict", None) is LogisticRegression.predict
             and getattr(cls, "decision_function", None) is LogisticRegression.decision_function
-            and getattr(model, "feature_names_in_", None) is None
+            and (named or getattr(model, "feature_names_in_", None) is None)
             and isinstance(getattr(model, "coef_", None), np.ndarray)
             and model.coef_.ndim == 2
             and isinstance(getattr(model, "classes_", None), np.ndarray))

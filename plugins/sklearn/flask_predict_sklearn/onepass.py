@@ -33,10 +33,15 @@ OnePass = Callable[[Tensor], tuple[Tensor, Tensor]]
 """Feature rows -> (``predict``, ``predict_proba``)."""
 
 
-def one_pass(model: Any) -> OnePass | None:
+def one_pass(model: Any, named: bool = False) -> OnePass | None:
     """The one-pass function of *model*, checked on sample rows; ``None`` when the model
-    must run its own ``predict`` and ``predict_proba``."""
-    found = derive(model)
+    must run its own ``predict`` and ``predict_proba``.
+
+    *named*: the model was fitted on named columns, and the caller hands it the matrix of
+    exactly those, of finite floats only. Only logistic regression qualifies then: every
+    other derivation calls scikit-learn with that matrix, which warns that it has no
+    feature names."""
+    found = derive_named(model) if named else derive(model)
     if found is None or not _agrees(model, found):
         return None
     return found
@@ -49,21 +54,30 @@ def derive(model: Any) -> OnePass | None:
     if type(model) is Pipeline:
         return _pipeline(model)
     if _is_logistic(model):
-        from scipy.special import expit  # imported once here, not on every call
-        from sklearn.utils.extmath import softmax
-
-        return lambda rows: _logistic(model, rows, expit, softmax)
+        return _logistic_pass(model)
     if _predicts_argmax_of_proba(model):
         return lambda rows: _argmax_of_proba(model, model.predict_proba(rows))
     return None
 
 
-def _is_logistic(model: Any) -> bool:
+def derive_named(model: Any) -> OnePass | None:
+    """:func:`derive` for a model fitted on named columns: logistic regression only."""
+    return _logistic_pass(model) if _is_logistic(model, named=True) else None
+
+
+def _logistic_pass(model: Any) -> OnePass:
+    from scipy.special import expit  # imported once here, not on every call
+    from sklearn.utils.extmath import softmax
+
+    return lambda rows: _logistic(model, rows, expit, softmax)
+
+
+def _is_logistic(model: Any, named: bool = False) -> bool:
     """A LogisticRegression whose ``predict_proba`` is scikit-learn's: ``expit`` of the one
     score for two classes, ``softmax`` of the scores for more."""
     from sklearn.linear_model import LogisticRegression
 
-    if not is_linear_classifier(model):
+    if not is_linear_classifier(model, named):
         return False
     cls = type(model)
     n_classes, n_scores = len(model.classes_), model.coef_.shape[0]

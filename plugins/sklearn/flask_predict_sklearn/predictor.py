@@ -7,7 +7,8 @@ integers.
 A model fitted on a matrix of numbers takes one input, ``inputs`` (``[-1, n_features]``).
 A model fitted on a pandas DataFrame takes one input per column, and one whose first step
 reads text takes one input of text (:mod:`.columns`); those are given to the model as a
-DataFrame, or as the 1-D array of text, built for each request (:mod:`.frame`).
+DataFrame, or as the 1-D array of text, built for each request (:mod:`.frame`). Where every
+column takes plain numbers, the columns are one matrix instead (:meth:`_predict_numbers`).
 """
 
 from __future__ import annotations
@@ -22,9 +23,10 @@ import numpy as np
 from flask_predict.plugin import (DEFAULT_SIGNATURE, NUMBER, NUMPY_TO_V2, UNPICKLING_ERRORS,
                                   Explanation, FailedPrecondition, InvalidInput, ModelMetadata,
                                   PredictError, Predictor, Signature, Tensor, TensorSpec,
-                                  cannot_explain, check_shape, known_categories, one_line,
-                                  read_columns, refused_feature, refused_number, single_input,
-                                  tabular_signature, unreadable_pickle)
+                                  cannot_explain, check_shape, column_matrix, known_categories,
+                                  number_columns, one_line, read_columns, refused_feature,
+                                  refused_number, single_input, tabular_signature,
+                                  unreadable_pickle)
 from flask_predict.plugin import MLflowModel, load_serialized
 
 from .columns import layout
@@ -63,7 +65,13 @@ class SklearnPredictor(Predictor):
             from . import frame  # pandas, for these models only
 
             self.frame = frame
-            self.linear, self.one_pass = False, None
+            self.numbers = number_columns(self.layout.columns)
+            """The columns, where every one takes plain numbers: the rows are then one
+            matrix (:meth:`_predict_numbers`); ``None`` otherwise."""
+            named = self.numbers is not None
+            self.linear = named and is_linear_classifier(model, named=True)
+            self.one_pass = (one_pass(model, named=True)
+                             if named and "predict_proba" in self.methods else None)
             return
         self.linear = is_linear_classifier(model)
         """Whether ``predict`` can skip scikit-learn's per-call checks (:func:`linear_predict`)."""
@@ -163,6 +171,8 @@ class SklearnPredictor(Predictor):
                         signature: str | None = None) -> dict[str, Tensor]:
         wanted = outputs or self.default_outputs
         if self.layout is not None:
+            if self.numbers is not None:
+                return self._predict_numbers(inputs, wanted)
             columns = read_columns(inputs, self.layout.columns)
             data = self.frame.to_frame(columns, self.layout)
             try:
@@ -185,6 +195,31 @@ class SklearnPredictor(Predictor):
             return result
         except ValueError as exc:  # scikit-learn's input validation
             raise refusal(exc, refused_feature(features, **refuses(exc)))
+
+
+    def _predict_numbers(self, inputs: Mapping[str, Tensor],
+                         wanted: Sequence[str]) -> dict[str, Tensor]:
+        """A model fitted on a DataFrame of numbers: the columns as one float64 matrix, in
+        Fortran order, as pandas hands such a frame to scikit-learn (so ``X @ coef_.T``
+        is the same to the last bit). Logistic regression and linear classifiers answer
+        from it without scikit-learn's per-call checks (:mod:`.linear`, :mod:`.onepass`);
+        any other model, or values those checks would refuse, get a DataFrame of that one
+        block, which costs a fraction of one built column by column."""
+        assert self.layout is not None and self.numbers is not None
+        columns, matrix = column_matrix(inputs, self.layout.columns)
+        matrix = np.asfortranarray(matrix)
+        if plain_finite(matrix):
+            if self.one_pass is not None and "predict_proba" in wanted:
+                predict, predict_proba = self.one_pass(matrix)
+                both = {"predict": predict, "predict_proba": predict_proba}
+                return {method: both[method] for method in wanted}
+            if self.linear and all(method == "predict" for method in wanted):
+                return {method: linear_predict(self.model, matrix) for method in wanted}
+        try:
+            return self.frame.run_methods(self.model, self.frame.number_frame(
+                matrix, self.numbers), wanted)
+        except ValueError as exc:  # scikit-learn's input validation
+            raise refusal(exc, refused_number(columns, **refuses(exc)))
 
 
 def refuses(exc: ValueError) -> dict[str, bool]:

@@ -176,11 +176,13 @@ def test_numeric_categories_are_numbers_checked_by_value(tmp_path: Path) -> None
 
 
 def test_a_frame_of_numbers_takes_columns_rows_or_one_matrix(tmp_path: Path) -> None:
-    """No feature-name warning (pytest makes warnings errors): the model gets a frame."""
+    """No feature-name warning (pytest makes warnings errors): the columns become one
+    matrix, answered to the last bit as the model answers the frame."""
     numbers = PEOPLE[["age", "income"]] / [100, 100_000]
     model = LogisticRegression().fit(numbers, BOUGHT)
     predictor = served(tmp_path, model)
-    assert predictor.layout is not None and not predictor.linear
+    assert predictor.layout is not None and predictor.numbers == ("age", "income")
+    assert predictor.linear and predictor.one_pass is not None
     expected = model.predict_proba(numbers[:4])
     for inputs in ({"age": numbers.age[:4].to_numpy(), "income": numbers.income[:4].to_numpy()},
                    {"inputs": numbers[:4].to_numpy()}):

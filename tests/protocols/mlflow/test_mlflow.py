@@ -88,6 +88,10 @@ def test_a_matrix_model_takes_rows_by_position(mlflow_client: FlaskClient) -> No
                  {"dataframe_split": {"columns": ["a", "b", "c", "d"], "data": IRIS_ROWS}}):
         assert invoke(mlflow_client, body, headers=headers) == (
             200, {"predictions": IRIS_LABELS}), body
+    long = {"dataframe_split": {"columns": ["a", "b", "c", "d"], "data": IRIS_ROWS * 40}}
+    assert len(json.dumps(long)) > 768  # read by simdjson, then by position
+    assert invoke(mlflow_client, long, headers=headers) == (
+        200, {"predictions": IRIS_LABELS * 40})
 
 
 def test_a_pipeline_takes_text_and_missing_values(mlflow_client: FlaskClient) -> None:
@@ -137,6 +141,91 @@ def test_content_types_mlflow_refuses_are_415(mlflow_client: FlaskClient) -> Non
 ])
 def test_bad_json_bodies_are_400(mlflow_client: FlaskClient, data: str, words: str) -> None:
     assert words in refused(mlflow_client, 400, data=data)
+
+
+MANY = 40
+"""Copies of the iris rows in a body long enough for the simdjson reader."""
+
+
+def _iris_split(change: int, value: Any, copies: int = 1) -> dict[str, Any]:
+    rows = [list(row) for row in IRIS_ROWS * copies]
+    rows[1][change] = value
+    return {"dataframe_split": {"columns": IRIS_COLUMNS, "data": rows}}
+
+
+def _iris_records(change: str | None, value: Any = None, copies: int = 1) -> dict[str, Any]:
+    records: list[dict[str, Any]] = [dict(zip(IRIS_COLUMNS, row))
+                                     for row in IRIS_ROWS * copies]
+    if value is None and change is not None:
+        del records[1][change]
+    elif change is not None:
+        records[1][change] = value
+    return {"dataframe_records": records}
+
+
+@pytest.mark.parametrize("copies", [1, MANY])
+@pytest.mark.parametrize("body, words", [
+    (_iris_split(2, "x"), "column 'petal length (cm)': JSON Value: \"x\" Type: String is "
+                          "not of expected type: double"),
+    (_iris_split(2, "1.5"), "column 'petal length (cm)': JSON Value: \"1.5\" Type: String"),
+    (_iris_split(0, True), "column 'sepal length (cm)': JSON Value: true Type: True is not "
+                           "of expected type: double"),
+    (_iris_split(3, None), "column 'petal width (cm)': value 1 is missing (null or NaN)"),
+    (_iris_split(3, 2 ** 60), "column 'petal width (cm)': Cannot convert JSON value"),
+    ({"dataframe_split": {"columns": IRIS_COLUMNS, "data": [IRIS_ROWS[0], IRIS_ROWS[1][:3]]}},
+     "row 1 of 'dataframe_split' holds 3 values for 4 columns"),
+    ({"dataframe_split": {"columns": IRIS_COLUMNS[:3], "data": [r[:3] for r in IRIS_ROWS]}},
+     "Missing named input: petal width (cm)"),
+    (_iris_records("sepal width (cm)"), "column 'sepal width (cm)': value 1 is missing"),
+    (_iris_records("sepal width (cm)", "wide"), "column 'sepal width (cm)': JSON Value: "
+                                                "\"wide\" Type: String"),
+    (_iris_records("sepal width (cm)", False), "column 'sepal width (cm)': JSON Value: false"),
+], ids=["text", "a number as text", "a boolean", "null", "past 2**53", "ragged rows",
+        "a missing column", "a record without a column", "text in a record",
+        "a boolean in a record"])
+def test_a_table_of_numbers_refuses_what_is_not_numbers(mlflow_client: FlaskClient,
+                                                       body: Any, words: str,
+                                                       copies: int) -> None:
+    """The iris model's columns are all doubles: a table of plain numbers is read at once,
+    and anything else is refused by the columns' checks, in MLflow's shape; a long body
+    (read by simdjson) as a short one."""
+    if "dataframe_split" in body:
+        table = body["dataframe_split"]
+        body = {"dataframe_split": {**table, "data": table["data"][:2] * copies
+                                    + table["data"][2:]}}
+    else:
+        body = {"dataframe_records": body["dataframe_records"][:2] * copies
+                + body["dataframe_records"][2:]}
+    assert len(json.dumps(body)) > 768 or copies == 1  # simdjson's, or orjson's
+    assert words in refused(mlflow_client, 400, body)
+
+
+@pytest.mark.parametrize("copies", [1, MANY])
+@pytest.mark.parametrize("token, words", [("NaN", "is missing"), ("-Infinity", "is infinite")])
+def test_nan_and_infinity_tokens_are_refused_by_the_model(mlflow_client: FlaskClient,
+                                                          copies: int, token: str,
+                                                          words: str) -> None:
+    data = json.dumps(_iris_split(1, 0.0, copies)).replace("0.0", token)
+    assert f"column 'sepal width (cm)': value 1 {words}" in refused(mlflow_client, 400,
+                                                                     data=data)
+
+
+@pytest.mark.parametrize("copies", [1, MANY])
+def test_integers_and_extra_columns_answer_as_numbers(mlflow_client: FlaskClient,
+                                                      copies: int) -> None:
+    whole = [[round(v) for v in row] for row in IRIS_ROWS * copies]
+    split = {"dataframe_split": {"columns": IRIS_COLUMNS, "data": whole}}
+    labels = invoke(mlflow_client, split)
+    assert labels[0] == 200 and len(labels[1]["predictions"]) == 3 * copies
+    for extra in ("a note", 1.5, [1]):
+        named = {"dataframe_split": {"columns": [*IRIS_COLUMNS, "note"],
+                                     "data": [[*row, extra] for row in whole]}}
+        assert invoke(mlflow_client, named) == labels
+    indexed = {"dataframe_split": {**split["dataframe_split"], "index": list(range(len(whole)))}}
+    assert invoke(mlflow_client, indexed) == labels
+    reordered = {"dataframe_split": {"columns": IRIS_COLUMNS[::-1],
+                                     "data": [row[::-1] for row in whole]}}
+    assert invoke(mlflow_client, reordered) == labels
 
 
 @pytest.mark.parametrize("data, words", [

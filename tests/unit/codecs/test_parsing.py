@@ -216,7 +216,7 @@ def test_nesting_depth_counts_what_json_nests(text: str) -> None:
 def test_bracket_counts_on_either_side_of_numpy(chunk: bytes, repeat: int) -> None:
     """bytes.count below NUMPY_COUNT_FROM, numpy's comparison from it on: the same counts."""
     body = (chunk + b"[{]}") * repeat
-    assert parsing._count_byte(body, b"[") == body.count(b"[")
+    assert parsing.count_byte(body, b"[") == body.count(b"[")
     assert parsing._count_openings(body) == body.count(b"[") + body.count(b"{")
 
 
