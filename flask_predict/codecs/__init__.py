@@ -29,12 +29,13 @@ from .dtypes import (FLOAT32, FLOAT64, FLOATS, INT64_MAX, INT64_MIN, NUMPY_TO_V2
 from .examples import examples_to_columns, examples_to_rows
 from .explanations import explanation_rows
 from .lines import number_lines
-from .parsing import check_depth, loads, loads_v2_infer, number_matrix
+from .parsing import loads, loads_v2_infer, number_matrix
 from .predictions import (predictions_to_outputs, predictions_to_tensor, tensors_to_instances,
                           tensors_to_rows)
 from .preview import json_kind, preview
 from .printing import dumps, dumps_strict
 from .rows import columns_to_tensors, matrix_to_tensors, rows_to_tensors
+from .scanning import check_depth
 from .tables import ColumnMatrix, matrix_of, named_matrix, named_rows, number_rows, number_table
 from .tfnumbers import dumps_tfserving
 

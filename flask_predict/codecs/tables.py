@@ -24,7 +24,8 @@ from ..types import Tensor
 from .arrays import has_booleans
 from .dtypes import FLOAT64
 from .json_tensor import LOSSLESS
-from .parsing import SMALL_BODY, count_byte, simdjson_member
+from .parsing import SMALL_BODY, simdjson_member
+from .scanning import count_byte
 
 EXACT = LOSSLESS["FP64"]
 """The largest magnitude taken: from 2**53 on, an integer's rounding is the decoders' call."""

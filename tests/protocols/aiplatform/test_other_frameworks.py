@@ -49,7 +49,8 @@ def app(tmp_path_factory: pytest.TempPathFactory) -> Flask:
         (root / name / "1").mkdir(parents=True)
     lightgbm.LGBMClassifier(n_estimators=3, min_child_samples=1, verbose=-1).fit(
         frame, LABELS).booster_.save_model(root / "lightgbm" / "1" / "model.txt")
-    catboost.CatBoostClassifier(iterations=3, verbose=False).fit(frame, LABELS).save_model(
+    catboost.CatBoostClassifier(iterations=3, verbose=False, allow_writing_files=False).fit(
+        frame, LABELS).save_model(
         str(root / "catboost" / "1" / "model.cbm"))
     exported = skl2onnx.to_onnx(onnx_pipeline(frame), frame.astype("float32")[:1])
     (root / "onnx" / "1" / "model.onnx").write_bytes(exported.SerializeToString())

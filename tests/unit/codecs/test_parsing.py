@@ -19,7 +19,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings, strategies as st
 
 from flask_predict import codecs
-from flask_predict.codecs import parsing
+from flask_predict.codecs import parsing, scanning
 from flask_predict.codecs.dtypes import FLOAT_DATATYPES
 from flask_predict.errors import InvalidInput
 
@@ -208,7 +208,7 @@ def depth(value: Any) -> int:
 @FUZZ
 @given(documents())
 def test_nesting_depth_counts_what_json_nests(text: str) -> None:
-    assert parsing.nesting_depth(text.encode()) == depth(json.loads(text, object_pairs_hook=Pairs))
+    assert scanning.nesting_depth(text.encode()) == depth(json.loads(text, object_pairs_hook=Pairs))
 
 
 @FUZZ
@@ -216,11 +216,11 @@ def test_nesting_depth_counts_what_json_nests(text: str) -> None:
 def test_bracket_counts_on_either_side_of_numpy(chunk: bytes, repeat: int) -> None:
     """bytes.count below NUMPY_COUNT_FROM, numpy's comparison from it on: the same counts."""
     body = (chunk + b"[{]}") * repeat
-    assert parsing.count_byte(body, b"[") == body.count(b"[")
-    assert parsing._count_openings(body) == body.count(b"[") + body.count(b"{")
+    assert scanning.count_byte(body, b"[") == body.count(b"[")
+    assert scanning._count_openings(body) == body.count(b"[") + body.count(b"{")
 
 
-@pytest.mark.parametrize("padding", [0, parsing.NUMPY_COUNT_FROM])
+@pytest.mark.parametrize("padding", [0, scanning.NUMPY_COUNT_FROM])
 def test_check_depth_in_small_and_large_bodies(padding: int) -> None:
     deep = b"[" * 40 + b" " * padding + b"]" * 40
     codecs.check_depth(deep, 40)
