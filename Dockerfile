@@ -25,15 +25,16 @@ RUN apt-get update \
     && useradd --system --uid 10001 --no-create-home --shell /usr/sbin/nologin flask-predict \
     && python3 -m venv /opt/flask-predict
 # The wheels `make dist` builds, mounted for this step only (never a layer of the image); the
-# core with its gRPC, OpenTelemetry and object-store (gs://, s3:// model paths) extras; their
-# dependencies from PyPI. GPU: TensorFlow's CUDA and cuDNN
+# core with its gRPC, OpenTelemetry and object-store (gs://, s3:// model paths) extras, the
+# scikit-learn plugin with skops and cloudpickle (MLflow folders in MLflow 3's default
+# serialization and its other one); their dependencies from PyPI. GPU: TensorFlow's CUDA and cuDNN
 # libraries come as pip packages (tensorflow[and-cuda]); the driver comes from the host
 # through the NVIDIA container toolkit.
 RUN --mount=type=bind,source=dist,target=/dist \
     core=$(ls /dist/flask_predict-*.whl) \
     && /opt/flask-predict/bin/pip install --no-cache-dir --progress-bar off \
         "$core[grpc,otel,gcs,s3]" \
-        /dist/flask_predict_sklearn-*.whl \
+        "$(ls /dist/flask_predict_sklearn-*.whl)[mlflow]" \
         /dist/flask_predict_xgboost-*.whl \
         /dist/flask_predict_custom-*.whl \
         /dist/flask_predict_tensorflow-*.whl \

@@ -16,6 +16,7 @@ import resource
 import shutil
 import subprocess
 import time
+import warnings
 from pathlib import Path
 from typing import Any, Iterator
 
@@ -273,14 +274,42 @@ def test_the_image_runs_as_its_user_with_the_front_s_files(image: str) -> None:
     assert "serve" in done.stdout
 
 
-def test_sagemaker_serve(image: str, models: Path) -> None:
-    """Started as SageMaker starts it, ``docker run IMAGE serve``: the demo's iris files
-    mounted flat at ``/opt/ml/model``, SageMaker's port and workers from its variables."""
+def mlflow_folder(folder: Path) -> tuple[Path, dict[str, Any], list[Any]]:
+    """A DataFrame pipeline with a string column saved by ``mlflow.sklearn.save_model`` in
+    MLflow 3's default serialization (skops), a ``dataframe_split`` body and its answer."""
+    import mlflow
+    from mlflow.models import infer_signature
+
+    from tests.mlflow.models import ROWS as TABLE
+    from tests.mlflow.models import frame, pinned, pipeline, training
+
+    model, table = pipeline(), training()[0]
+    with warnings.catch_warnings():  # MLflow's advice on input examples
+        warnings.simplefilter("ignore")
+        mlflow.sklearn.save_model(model, str(folder), serialization_format="skops",
+                                  pip_requirements=pinned("scikit-learn", "skops"),
+                                  signature=infer_signature(table, model.predict(table)))
+    for path in (folder, *folder.rglob("*")):
+        path.chmod(0o755 if path.is_dir() else 0o644)  # readable by the image's user
+    rows = frame(TABLE)
+    body = {"dataframe_split": {"columns": list(rows.columns), "data": rows.values.tolist()}}
+    return folder, body, model.predict(rows).tolist()
+
+
+@pytest.mark.parametrize("kind", ["files", "mlflow"])
+def test_sagemaker_serve(image: str, models: Path, tmp_path: Path, kind: str) -> None:
+    """Started as SageMaker starts it, ``docker run IMAGE serve``: the demo's iris files, or
+    an MLflow folder saved with skops, mounted flat at ``/opt/ml/model``, SageMaker's port
+    and workers from its variables."""
+    if kind == "files":
+        folder, body, want = models / "iris" / "1", {"instances": ROWS}, [0, 2]
+    else:
+        folder, body, want = mlflow_folder(tmp_path / "model")
     name, port = f"flask-predict-test-sagemaker-{os.getpid()}", free_port()
     url = f"http://127.0.0.1:{port}"
     podman("rm", "--force", name, check=False)
     podman("run", "--detach", "--name", name, *LIMITS, "--network", "host",
-           "--volume", f"{models / 'iris' / '1'}:/opt/ml/model:ro",
+           "--volume", f"{folder}:/opt/ml/model:ro",
            "--env", f"SAGEMAKER_BIND_TO_PORT={port}", "--env", "HOST=127.0.0.1",
            "--env", "SAGEMAKER_MODEL_SERVER_WORKERS=1", image, "serve")
     try:
@@ -291,8 +320,8 @@ def test_sagemaker_serve(image: str, models: Path) -> None:
             assert running == "true" and time.monotonic() < deadline, podman(
                 "logs", name, check=False).stderr[-6000:]
             time.sleep(1)
-        status, _, answer = request("POST", url + "/invocations", body={"instances": ROWS})
-        assert (status, json.loads(answer)) == (200, {"predictions": [0, 2]})
+        status, _, answer = request("POST", url + "/invocations", body=body)
+        assert (status, json.loads(answer)) == (200, {"predictions": want}), answer
         status, _, answer = request("GET", url + "/execution-parameters")
         assert status == 200 and json.loads(answer)["MaxConcurrentTransforms"] == 1
     finally:
