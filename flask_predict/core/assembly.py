@@ -53,7 +53,9 @@ def assemble(settings: Settings, lookup: PredictorLookup = load_predictor_class,
         settings.models, settings.environment_models, settings.model_config_file,
         settings.loading.poll_seconds if watched else None, lookup,
         listener=metrics.model_event if metrics else None, shelf=shelf,
-        load_first=background, unloaded=unloaded, warm=warm, load=load)
+        load_first=background, unloaded=unloaded, warm=warm, load=load,
+        lazy=settings.lazy, wait_seconds=settings.loading.wait_seconds,
+        lazy_unloaded=unloaded)
     repository.serve_the_rest = not settings.loading.exit_on_error
     if not background:  # a model that does not load raises here
         skipped = unloaded.read() if unloaded is not None else frozenset()

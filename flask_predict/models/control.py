@@ -84,7 +84,10 @@ class ModelControl:
 
     @property
     def configured_any(self) -> bool:
-        """Whether the configuration names a model (loaded or not)."""
+        """Whether the configuration names a model (loaded or not), or a lazy tier serves
+        its root's."""
+        if self.repository.lazy is not None:
+            return True
         watcher = self.watcher
         if watcher is not None:
             return bool(watcher.specs)
