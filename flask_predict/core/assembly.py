@@ -55,7 +55,8 @@ def assemble(settings: Settings, lookup: PredictorLookup = load_predictor_class,
         listener=metrics.model_event if metrics else None, shelf=shelf,
         load_first=background, unloaded=unloaded, warm=warm, load=load,
         lazy=settings.lazy, wait_seconds=settings.loading.wait_seconds,
-        lazy_unloaded=unloaded)
+        lazy_unloaded=unloaded if unloaded is not None or settings.lazy is None
+        else StateDir(settings.process.state_dir).names(UNLOADED_MODELS))
     repository.serve_the_rest = not settings.loading.exit_on_error
     if not background:  # a model that does not load raises here
         skipped = unloaded.read() if unloaded is not None else frozenset()

@@ -96,17 +96,22 @@ class ModelControl:
     @property
     def can_load(self) -> bool:
         """Whether models can be loaded and unloaded (the watcher runs with a shared
-        unloaded set)."""
-        return self.watcher is not None and self.watcher.unloaded is not None
+        unloaded set, or a lazy tier serves a root)."""
+        return self.repository.lazy is not None or (
+            self.watcher is not None and self.watcher.unloaded is not None)
 
     def index(self) -> list[IndexEntry]:
-        """Every configured model, one entry per version this worker knows of."""
+        """Every configured model, one entry per version this worker knows of, then the lazy
+        tier's root (a version where this worker holds it)."""
         watcher = self.watcher
         configured = [spec.name for spec in
                       (watcher.specs if watcher is not None else self.configured)]
         unloaded = self._unloaded()
         served = {model.name: model for model in self.repository.models()}
         entries: list[IndexEntry] = []
+        lazy = self.repository.lazy
+        tier = [entry for entry in lazy.entries() if entry.name not in served
+                and entry.name not in configured] if lazy is not None else []
         for name in configured + [name for name in served if name not in configured]:
             model = served.get(name)
             if model is None:
@@ -117,12 +122,28 @@ class ModelControl:
             for version, status in sorted(model.statuses.items()) if model else ():
                 reason = status.error or ("unloaded" if status.state == "END" else "")
                 entries.append(IndexEntry(name, version, status.state, reason))
+        for entry in tier:  # the root's models, loaded here or not
+            held = lazy.find(entry.name) if lazy is not None else None
+            numbers: list[int | None] = [None] if held is None else [*sorted(held.versions)]
+            entries.extend(IndexEntry(entry.name, number, entry.state, entry.reason)
+                           for number in numbers)
         return entries
 
     def load(self, name: str) -> None:
         """Serve configured model *name* in every worker (again); once this worker serves it,
         return. A model whose versions fail to load answers their errors (400); one still
-        loading after ``PREDICT_LOAD_WAIT_SECONDS`` answers unavailable (503)."""
+        loading after ``PREDICT_LOAD_WAIT_SECONDS`` answers unavailable (503). A model of
+        the lazy tier's root (one not configured) loads in this worker, as Triton's explicit
+        mode loads a folder that appeared in its repository; the others load it on first
+        use."""
+        lazy = self.repository.lazy
+        if lazy is not None and not self._configured(name):
+            try:
+                lazy.load(name)
+            except ModelNotFound:
+                raise ModelNotFound(f"failed to load '{name}': no model of that name in the "
+                                    "model configuration or the model root")
+            return
         watcher = self._watcher(name, "load")
         assert watcher.unloaded is not None
         watcher.unloaded.discard(name)
@@ -142,7 +163,14 @@ class ModelControl:
     def unload(self, name: str) -> None:
         """Stop serving configured model *name* in every worker; waits (up to
         ``PREDICT_LOAD_WAIT_SECONDS``) until this worker has dropped it. Requests already
-        running on it finish."""
+        running on it finish. A model of the lazy tier is dropped here at once, and by the
+        other workers at their next poll."""
+        lazy = self.repository.lazy
+        if lazy is not None and not self._configured(name):
+            if not lazy.unload(name) and not lazy.exists(name):
+                raise ModelNotFound(f"failed to unload '{name}': no model of that name in "
+                                    "the model configuration or the model root")
+            return
         watcher = self._watcher(name, "unload")
         assert watcher.unloaded is not None
         watcher.unloaded.add(name)
@@ -154,14 +182,21 @@ class ModelControl:
         if watcher is None or watcher.unloaded is None:
             raise Unimplemented("the model repository extension needs the model watcher: set "
                                 "PREDICT_POLL_SECONDS above 0")
+        if not self._configured(name):
+            raise ModelNotFound(f"failed to {verb} '{name}': no model of that name in the "
+                                "model configuration")
+        return watcher
+
+    def _configured(self, name: str) -> bool:
+        """Whether *name* is a configured model (else it may be the lazy tier's)."""
+        watcher = self.watcher
+        if watcher is None:
+            return any(spec.name == name for spec in self.configured)
         try:
             configured = watcher.read_specs()
         except Exception:  # a broken config file: the last one read stays in force
             configured = watcher.specs
-        if not any(spec.name == name for spec in configured):
-            raise ModelNotFound(f"failed to {verb} '{name}': no model of that name in the "
-                                "model configuration")
-        return watcher
+        return any(spec.name == name for spec in configured)
 
     def _unloaded(self) -> frozenset[str]:
         watcher = self.watcher
