@@ -105,6 +105,11 @@ class ModelTooLarge(FailedPrecondition):
     SageMaker's multi-model API answers 507)."""
 
 
+class ModelExists(FailedPrecondition):
+    """A model added by name is loaded already (HTTP 400; SageMaker's multi-model API
+    answers 409)."""
+
+
 class PayloadTooLarge(PredictError):
     """The request body is over the configured size limit (HTTP 413)."""
 

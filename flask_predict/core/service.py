@@ -108,6 +108,18 @@ class ModelService:
         """Stop serving configured model *name* in every worker."""
         self.control.unload(name)
 
+    def add_model(self, name: str, url: str) -> None:
+        """Add model *name* from its folder *url* in the lazy tier's root, loaded here."""
+        self.control.add(name, url)
+
+    def added_models(self) -> dict[str, str]:
+        """The models added by name, each with its folder."""
+        return self.control.added()
+
+    def remove_model(self, name: str) -> None:
+        """Forget an added model in every worker."""
+        self.control.remove(name)
+
     def statistics(self, model: str | None = None, version: str | None = None
                    ) -> list[tuple[str, str, statistics.VersionStats]]:
         """(model, version, statistics) for every version this worker serves, of every

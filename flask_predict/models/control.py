@@ -19,8 +19,9 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Callable
 
-from ..errors import FailedPrecondition, ModelNotFound, ModelNotReady, Unimplemented
+from ..errors import FailedPrecondition, ModelExists, ModelNotFound, ModelNotReady, Unimplemented
 from ..types import ModelSpec
+from .lazy import LazyTier
 from .repository import ModelRepository
 from .shared_state import SharedFlag, StateDir
 from .watcher import Watcher
@@ -186,6 +187,32 @@ class ModelControl:
             raise ModelNotFound(f"failed to {verb} '{name}': no model of that name in the "
                                 "model configuration")
         return watcher
+
+    # --- models added by name (SageMaker's multi-model API) ---------------------------------
+
+    def add(self, name: str, url: str) -> None:
+        """Add model *name* from folder *url* inside the lazy tier's root and load it in this
+        worker (the others load it on first use); :class:`ModelExists` when it is served."""
+        if self._configured(name):
+            raise ModelExists(f"model {name!r} is already loaded")
+        self._lazy().add(name, url)
+
+    def added(self) -> dict[str, str]:
+        """The models added by name, each with its folder."""
+        lazy = self._lazy()
+        return {name: lazy.url(name) for name in lazy.added.read()} \
+            if lazy.added is not None else {}
+
+    def remove(self, name: str) -> None:
+        """Forget an added model in every worker (404 unless it was added)."""
+        if not self._lazy().remove(name):
+            raise ModelNotFound(f"model {name!r} is not loaded")
+
+    def _lazy(self) -> LazyTier:
+        lazy = self.repository.lazy
+        if lazy is None:
+            raise Unimplemented("models are added to the lazy tier: set PREDICT_LAZY_ROOT")
+        return lazy
 
     def _configured(self, name: str) -> bool:
         """Whether *name* is a configured model (else it may be the lazy tier's)."""

@@ -21,7 +21,8 @@ from collections import OrderedDict
 from dataclasses import dataclass
 from typing import Callable
 
-from ..errors import ConfigError, FailedPrecondition, ModelNotFound, ModelNotReady, ModelTooLarge, PredictError
+from ..errors import (ConfigError, FailedPrecondition, InvalidInput, ModelExists, ModelNotFound,
+                      ModelNotReady, ModelTooLarge, PredictError, Unimplemented)
 from ..predictor import Predictor
 from ..request.record import current_request
 from ..runtime import memory
@@ -29,6 +30,7 @@ from ..settings.lazy import LazySettings
 from ..storage import is_remote, local_path, resolve, shown
 from ..storage.artifacts import tree_stamp, version_folders, version_path
 from ..types import ModelSpec
+from .added_models import AddedModels, inside, valid_name
 from .loading import load_version
 from .plugins import detect_predictor
 from .served import FAILED_TO_LOAD, LoadedVersion, ServedModel, VersionStatus, close_predictor
@@ -54,12 +56,6 @@ def resident_bytes() -> int:
             return int(statm.read().split()[1]) * os.sysconf("SC_PAGE_SIZE")
     except (OSError, ValueError, IndexError):
         return 0
-
-
-def valid_name(name: str) -> bool:
-    """Whether *name* can be a model of the root: one plain folder name, not hidden."""
-    return (bool(name) and not name.startswith(".") and len(name) <= 255
-            and not any(c in name for c in "/\\\0") and name.isprintable())
 
 
 def files_bytes(folder: str) -> int:
@@ -98,7 +94,7 @@ class LazyTier:
     def __init__(self, settings: LazySettings, lookup: Lookup, *, wait_seconds: float = 30.0,
                  listener: Listener | None = None, events: Events | None = None,
                  warm: bool = True, unloaded: NameSet | None = None,
-                 measure: Callable[[], int] = resident_bytes,
+                 added: AddedModels | None = None, measure: Callable[[], int] = resident_bytes,
                  clock: Callable[[], float] = time.monotonic) -> None:
         self.settings = settings
         self.root, self.max_bytes = settings.root, settings.max_bytes
@@ -106,6 +102,8 @@ class LazyTier:
         """How long a request waits for another's load of the model it names, at most."""
         self.unloaded = unloaded
         """Names unloaded on request, shared by the server's workers: not loaded on demand."""
+        self.added = added
+        """Models added by name and folder (SageMaker's ``POST /models``), every worker's."""
         self._lookup, self._listener, self._events = lookup, listener, events
         self._warm, self._measure, self._clock = warm, measure, clock
         self._lock = threading.Lock()
@@ -139,7 +137,7 @@ class LazyTier:
     def names(self) -> list[str]:
         """Every model of the root this worker knows of: the local root's folders (a remote
         root's mirrored ones) and the ones it holds."""
-        found = set(self._held)
+        found = set(self._held) | set(self.added.read() if self.added is not None else ())
         if not is_remote(self.root):
             try:
                 with os.scandir(self.root) as entries:
@@ -205,6 +203,35 @@ class LazyTier:
             return held, False
         return self.model(name), True
 
+    def add(self, name: str, url: str) -> ServedModel:
+        """Add model *name* from folder *url*, which must lie inside the root, and load it
+        here (SageMaker's ``POST /models``); :class:`ModelExists` when it was added already."""
+        if self.added is None:
+            raise Unimplemented("adding models needs the server's state folder")
+        if not isinstance(name, str) or not valid_name(name):
+            raise InvalidInput(f"'model_name' {name!r} must be a plain folder name")
+        relative = inside(self.root, url)
+        if name in self.added.read() or self.find(name) is not None:
+            raise ModelExists(f"model {name!r} is already loaded")
+        self.added.add(name, relative)
+        try:
+            return self.load(name)[0]
+        except PredictError:
+            self.added.remove(name)
+            raise
+
+    def remove(self, name: str) -> bool:
+        """Forget a model :meth:`add` added, in every worker; whether it had been."""
+        if self.added is None or not valid_name(name) or not self.added.remove(name):
+            return False
+        self.unload(name)
+        return True
+
+    def url(self, name: str) -> str:
+        """Where model *name*'s folder is (inside the root)."""
+        relative = self.added.folder(name) if self.added is not None else None
+        return f"{self.root}/{relative or name}"
+
     def unload(self, name: str) -> bool:
         """Stop serving *name*: evicted here, and marked unloaded for every worker (each drops
         it at its next poll, :meth:`sweep`). Whether this worker held it."""
@@ -259,7 +286,7 @@ class LazyTier:
         return self.wait_seconds
 
     def _load(self, name: str) -> ServedModel:
-        spec = ModelSpec(name=name, base_path=f"{self.root}/{name}")
+        spec = ModelSpec(name=name, base_path=self.url(name))
         started = time.perf_counter()
         version = 0
         predictor = None
@@ -305,10 +332,10 @@ class LazyTier:
     def _folder(self, name: str, fetch: bool) -> str:
         """The local folder of model *name* (a remote root's: its mirror, synced when
         *fetch*)."""
+        uri = self.url(name)
         if is_remote(self.root):
-            uri = f"{self.root}/{name}"
             return resolve(uri) if fetch else local_path(uri)
-        return os.path.join(self.root, name)
+        return uri
 
     def _make_room(self, size: int) -> None:
         """Evict the least recently used until *size* more bytes fit under the cap."""
@@ -341,7 +368,7 @@ class LazyTier:
         self._failed[name] = (self._clock() + self.settings.retry_seconds, error)
         seconds = self._told("failed", name, version, started)
         logger.error("flask_predict: model %r of the lazy tier did not load from %s (after "
-                     "%.2fs; tried again after %gs): %s", name, shown(f"{self.root}/{name}"),
+                     "%.2fs; tried again after %gs): %s", name, shown(self.url(name)),
                      seconds, self.settings.retry_seconds, cause_of(exc))
         return error
 

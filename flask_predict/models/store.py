@@ -8,10 +8,12 @@ from typing import Any, Callable
 
 from ..settings.lazy import LazySettings
 from ..types import ModelSpec
+from .added_models import ADDED_MODELS, AddedModels
 from .lazy import Events, LazyTier
+from .shared_state import StateDir
 from .repository import LoadListener, Loader, ModelRepository, PredictorLookup, SharedVersion
 from .served import Shelf
-from .watcher import Watcher
+from .watcher import UNLOADED_MODELS, Watcher
 
 
 def model_store(specs: tuple[ModelSpec, ...], fixed: tuple[ModelSpec, ...] | None,
@@ -22,7 +24,7 @@ def model_store(specs: tuple[ModelSpec, ...], fixed: tuple[ModelSpec, ...] | Non
                 select: Callable[[ModelSpec], bool] | None = None, load_first: bool = False,
                 unloaded: Any = None, warm: bool = True, lazy: LazySettings | None = None,
                 wait_seconds: float = 30.0, events: Events | None = None,
-                lazy_unloaded: Any = None) -> tuple[ModelRepository, Watcher | None]:
+                lazy_state: StateDir | None = None) -> tuple[ModelRepository, Watcher | None]:
     """A repository of *specs* and, unless *poll_seconds* is ``None``, the watcher that
     loads and reloads it (every *poll_seconds*; 0: once).
 
@@ -30,8 +32,8 @@ def model_store(specs: tuple[ModelSpec, ...], fixed: tuple[ModelSpec, ...] | Non
     versions it loads), its *load* and *select* (the models with a shared version); an app
     passes the *unloaded* name set of V2's repository extension, and its *lazy* tier's
     settings (requests wait *wait_seconds* at most for another's load of a model; *events*
-    counts its hits, misses, evictions and bytes; *lazy_unloaded* names the models of its
-    root unloaded on request).
+    counts its hits, misses, evictions and bytes; *lazy_state* is the folder its unloaded
+    and added models are shared in).
     """
     repository = ModelRepository(lookup, listener, shelf, warm=warm and shared is None,
                                  shared=shared, load=load)
@@ -39,8 +41,11 @@ def model_store(specs: tuple[ModelSpec, ...], fixed: tuple[ModelSpec, ...] | Non
         skipped = unloaded.read() if unloaded is not None else frozenset()
         repository.announce(spec for spec in specs if spec.name not in skipped)
     if lazy is not None:
+        state = lazy_state or StateDir(None)  # an embedding app's own, private
         repository.lazy = LazyTier(lazy, lookup, wait_seconds=wait_seconds, listener=listener,
-                                   events=events, warm=warm, unloaded=lazy_unloaded)
+                                   events=events, warm=warm,
+                                   unloaded=state.names(UNLOADED_MODELS),
+                                   added=AddedModels(state.names(ADDED_MODELS)))
     if poll_seconds is None:
         return repository, None
     watcher = Watcher(repository, fixed, config_file, poll_seconds, specs,
