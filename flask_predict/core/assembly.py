@@ -56,6 +56,7 @@ def assemble(settings: Settings, lookup: PredictorLookup = load_predictor_class,
         listener=metrics.model_event if metrics else None, shelf=shelf,
         load_first=background, unloaded=unloaded, warm=warm, load=load,
         lazy=settings.lazy, wait_seconds=settings.loading.wait_seconds,
+        events=metrics.lazy_event if metrics else None,
         lazy_state=state_dir if settings.lazy else None)
     repository.serve_the_rest = not settings.loading.exit_on_error
     if not background:  # a model that does not load raises here

@@ -27,6 +27,7 @@ from ..errors import (DeadlineExceeded, InvalidInput, ModelNotFound, ModelNotRea
                       PredictorFailed, Unimplemented)
 from ..explanation import Explanation, checked
 from ..models.control import IndexEntry, ModelControl
+from ..models.lazy import TierEntry
 from ..models.repository import ModelRepository
 from ..models.served import LoadedVersion, ServedModel
 from ..models.shared_state import StateDir
@@ -119,6 +120,13 @@ class ModelService:
     def remove_model(self, name: str) -> None:
         """Forget an added model in every worker."""
         self.control.remove(name)
+
+    def lazy_tier(self) -> tuple[str, int, int, list[TierEntry]] | None:
+        """The lazy tier's root, cap and bytes held here, and its models' states (``None``
+        without one)."""
+        lazy = self.repository.lazy
+        return None if lazy is None else (lazy.root, lazy.max_bytes, lazy.held_bytes,
+                                          lazy.entries())
 
     def statistics(self, model: str | None = None, version: str | None = None
                    ) -> list[tuple[str, str, statistics.VersionStats]]:

@@ -45,8 +45,8 @@ Listener = Callable[[str, str, int, float], None]
 """``(event, model, version, seconds)``: ``"loaded"``, ``"failed"``, ``"unloaded"`` (as the
 repository tells the metrics)."""
 Events = Callable[[str, float], None]
-"""``(event, value)``: ``"hit"``, ``"miss"``, ``"evicted"`` (value 1) and ``"bytes"`` (the
-bytes the tier holds now)."""
+"""``(event, value)``: ``"hit"``, ``"miss"``, ``"evicted"`` (value 1), ``"load"`` (its
+seconds), ``"models"`` and ``"bytes"`` (what the tier holds now)."""
 
 
 def resident_bytes() -> int:
@@ -323,6 +323,8 @@ class LazyTier:
             self._held[name] = _Held(served, size)
         self.loads += 1
         seconds = self._told("loaded", name, version, started)
+        self._note("load", seconds)
+        self._note("models", len(self._held))
         self._note("bytes", self.held_bytes)
         logger.info("model %r: version %d loaded on demand in %.2fs (%d bytes; the lazy tier "
                     "holds %d models, %d bytes)", name, version, seconds, size,
@@ -353,6 +355,7 @@ class LazyTier:
             loaded.retire()  # closed once its last request ends
             self._told("unloaded", name, loaded.version)
         memory.release()
+        self._note("models", len(self._held))
         self._note("bytes", self.held_bytes)
         logger.info("model %r: %s, %d bytes freed", name, why, held.bytes)
         return True
