@@ -46,3 +46,37 @@ def train_booster(base: Path, seed: int, version: int = 1) -> Path:
     folder.mkdir(parents=True)
     booster.save_model(folder / "model.json")
     return base
+
+
+def train_tree(base: Path, seed: int, rows: int = 2000, version: int = 1) -> list[float]:
+    """A scikit-learn DecisionTreeRegressor of a few thousand nodes (some 100 KB of files
+    and memory) fitted on random data of *seed*; returns its answers to :data:`PROBES`."""
+    import joblib
+    from sklearn.tree import DecisionTreeRegressor
+
+    rng = np.random.default_rng(seed)
+    model = DecisionTreeRegressor(random_state=0).fit(rng.normal(size=(rows, 3)),
+                                                      rng.normal(size=rows))
+    folder = base / str(version)
+    folder.mkdir(parents=True)
+    joblib.dump(model, folder / "model.joblib")
+    return [float(v) for v in model.predict(np.array(PROBES))]
+
+
+def train_forest_booster(base: Path, seed: int, version: int = 1) -> list[float]:
+    """An XGBoost regressor of 20 trees fitted on random data of *seed*; returns its
+    answers to :data:`PROBES` (float32, as XGBoost computes them)."""
+    import xgboost as xgb
+
+    rng = np.random.default_rng(seed)
+    x, y = rng.normal(size=(500, 3)), rng.normal(size=500)
+    booster = xgb.train({"objective": "reg:squarederror", "max_depth": 6, "nthread": 1},
+                        xgb.DMatrix(x, label=y), num_boost_round=20)
+    folder = base / str(version)
+    folder.mkdir(parents=True)
+    booster.save_model(folder / "model.json")
+    return [float(v) for v in booster.predict(xgb.DMatrix(np.array(PROBES)))]
+
+
+PROBES = [[0.1, -0.2, 0.3], [1.5, 0.5, -1.0]]
+"""The rows every many-model test asks each model about."""

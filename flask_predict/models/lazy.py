@@ -5,7 +5,8 @@ resident memory would pass its cap (docs/many-models.md).
 The configured models are the repository's and stay pinned; this tier only holds what its
 root holds. A model's size is what its load grew the process's resident memory by (at least
 its files' size: a load that reuses freed heap grows nothing), measured with loads made one
-at a time. A request for a model being loaded waits for that one load (never two loads of
+at a time; a plugin's first load in a process is made twice, the first paying what the
+framework allocates once (lazy imports, thread pools). A request for a model being loaded waits for that one load (never two loads of
 one model in a process), at most until its deadline. A load that fails answers its failure
 until ``retry_seconds`` have passed. A name is looked up in the root, never made into a path
 outside it: empty, hidden, ``..`` or slashed names are no model.
@@ -112,6 +113,7 @@ class LazyTier:
         self._loading: dict[str, threading.Event] = {}
         self._failed: dict[str, tuple[float, PredictError]] = {}
         self._sizes: dict[str, int] = {}  # measured at each model's last load
+        self._primed: set[type] = set()  # plugins whose first load in this process was made
         self.loads = 0
         """Loads this worker made (each model's first use, and again after an eviction)."""
 
@@ -299,6 +301,9 @@ class LazyTier:
                 version = max(spec.serves(versions))
                 path = version_path(folder, version)
                 cls = self._lookup(detect_predictor(path, {}))  # imports before measuring
+                if cls not in self._primed:  # the framework's one-time costs, not the model's
+                    close_predictor(load_version(cls, path, {}), name, version)
+                    self._primed.add(cls)
                 self._make_room(self._sizes.get(name, 0))
                 before = self._measure()
                 predictor = load_version(cls, path, {})
