@@ -19,6 +19,7 @@ import os
 import threading
 import time
 from collections import OrderedDict
+from contextvars import ContextVar
 from dataclasses import dataclass
 from typing import Callable
 
@@ -27,9 +28,10 @@ from ..errors import (ConfigError, FailedPrecondition, InvalidInput, ModelExists
 from ..predictor import Predictor
 from ..request.record import current_request
 from ..runtime import memory
+from ..runtime.memory import resident_bytes
 from ..settings.lazy import LazySettings
 from ..storage import is_remote, local_path, resolve, shown
-from ..storage.artifacts import tree_stamp, version_folders, version_path
+from ..storage.artifacts import files_bytes, tree_stamp, version_folders, version_path
 from ..types import ModelSpec
 from .added_models import AddedModels, inside, valid_name
 from .loading import load_version
@@ -50,25 +52,8 @@ Events = Callable[[str, float], None]
 seconds), ``"models"`` and ``"bytes"`` (what the tier holds now)."""
 
 
-def resident_bytes() -> int:
-    """This process's resident memory now (Linux's ``/proc/self/statm``; 0 elsewhere)."""
-    try:
-        with open("/proc/self/statm", "rb") as statm:
-            return int(statm.read().split()[1]) * os.sysconf("SC_PAGE_SIZE")
-    except (OSError, ValueError, IndexError):
-        return 0
-
-
-def files_bytes(folder: str) -> int:
-    """The size of the files under *folder*."""
-    total = 0
-    for parent, _, names in os.walk(folder):
-        for file in names:
-            try:
-                total += os.stat(os.path.join(parent, file)).st_size
-            except OSError:
-                continue
-    return total
+_looked_up: ContextVar[tuple[object, str] | None] = ContextVar("lazy_looked_up", default=None)
+"""The request and model of this thread's last lookup: its hit or miss is counted once."""
 
 
 @dataclass(frozen=True)
@@ -171,13 +156,16 @@ class LazyTier:
 
     def model(self, name: str) -> ServedModel:
         """*name*'s model, loaded now if this worker does not hold it (the request waits for
-        a load already running, at most until its deadline)."""
+        a load already running, at most until its deadline). A request counts one hit or
+        one miss, however many times it looks its model up."""
         with self._lock:
             held = self._held.get(name)
             if held is not None:
                 self._held.move_to_end(name)
+        first = self._first_lookup(name)
         if held is not None:
-            self._note("hit", 1)
+            if first:
+                self._note("hit", 1)
             return held.served
         if not valid_name(name):
             raise ModelNotFound(f"model {name!r} not found")
@@ -188,8 +176,22 @@ class LazyTier:
             raise ModelNotFound(f"model {name!r} is unloaded: load it again to serve it")
         if not is_remote(self.root) and not self.exists(name):
             raise ModelNotFound(f"model {name!r} not found")
-        self._note("miss", 1)
+        if first:
+            self._note("miss", 1)
         return self._single_flight(name)
+
+    @staticmethod
+    def _first_lookup(name: str) -> bool:
+        """Whether the current request looks *name* up for the first time (outside a
+        request: always)."""
+        record = current_request.get()
+        if record is None:
+            return True
+        key = (record, name)
+        if _looked_up.get() == key:
+            return False
+        _looked_up.set(key)
+        return True
 
     def load(self, name: str) -> tuple[ServedModel, bool]:
         """Load *name* on request (V2's repository load, SageMaker's ``POST /models``): its

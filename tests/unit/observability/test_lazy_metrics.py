@@ -33,7 +33,7 @@ def test_metrics_and_status_page_show_the_tier(make_app: AppFactory, tmp_path: P
             assert client.post(f"/v2/models/{name}/infer", json=INFER).status_code == 200
         text = client.get("/metrics").get_data(as_text=True)
         assert sample(text, "flask_predict_lazy_misses_total") == 3
-        assert sample(text, "flask_predict_lazy_hits_total") >= 2
+        assert sample(text, "flask_predict_lazy_hits_total") == 2  # one a request
         assert sample(text, "flask_predict_lazy_load_seconds_count") == 3
         held = sample(text, "flask_predict_lazy_bytes")
         assert 0 < held <= cap
