@@ -31,6 +31,7 @@ from ..runtime import memory
 from ..runtime.memory import resident_bytes
 from ..settings.lazy import LazySettings
 from ..storage import is_remote, local_path, resolve, shown
+from ..storage.store import NothingListed
 from ..storage.artifacts import files_bytes, tree_stamp, version_folders, version_path
 from ..types import ModelSpec
 from .added_models import AddedModels, inside, valid_name
@@ -342,9 +343,14 @@ class LazyTier:
         """The local folder of model *name* (a remote root's: its mirror, synced when
         *fetch*)."""
         uri = self.url(name)
-        if is_remote(self.root):
-            return resolve(uri) if fetch else local_path(uri)
-        return uri
+        if not is_remote(self.root):
+            return uri
+        if not fetch:
+            return local_path(uri)
+        try:
+            return resolve(uri)
+        except NothingListed:
+            raise ModelNotFound(f"model {name!r} not found")
 
     def _make_room(self, size: int) -> None:
         """Evict the least recently used until *size* more bytes fit under the cap."""

@@ -205,3 +205,41 @@ def test_xgboost_models_load_beside_scikit_learn(root: Path) -> None:
                                                                     dtype=np.float32)})
     assert np.allclose(next(iter(outputs.values())), [4.0, -4.0], atol=1e-6)
     assert [entry.state for entry in lazy.entries() if entry.name == "b"] == ["AVAILABLE"]
+
+
+def test_a_folder_deleted_while_loaded_serves_until_evicted(root: Path) -> None:
+    import shutil
+
+    lazy = tier(root, models=1)
+    answer(lazy, "m1")
+    shutil.rmtree(root / "m1")
+    assert answer(lazy, "m1") == linear_answer(1, ROW)  # held: its files were read
+    answer(lazy, "m2")  # evicts m1
+    with pytest.raises(ModelNotFound, match="'m1' not found"):
+        lazy.model("m1")
+
+
+def test_a_model_loading_when_an_eviction_comes_is_not_evicted(root: Path) -> None:
+    base = load_predictor_class("sklearn")
+    started, release = threading.Event(), threading.Event()
+
+    class Slow(base):  # type: ignore[misc, valid-type]
+        @classmethod
+        def from_path(cls, model_dir: str, **options: Any) -> Any:
+            if model_dir.endswith("m2/1"):
+                started.set()
+                release.wait(10)
+            return base.from_path(model_dir, **options)
+
+    lazy = LazyTier(LazySettings(str(root), 2 * one_size(root), 30.0), lambda name: Slow,
+                    measure=no_growth)
+    answer(lazy, "m1")
+    loading = threading.Thread(target=answer, args=(lazy, "m2"))
+    loading.start()
+    assert started.wait(10)
+    assert lazy.unload("m1")  # an eviction while m2 loads
+    assert [entry.state for entry in lazy.entries() if entry.name == "m2"] == ["LOADING"]
+    release.set()
+    loading.join()
+    assert [name for name, _ in lazy.held()] == ["m2"]
+    assert answer(lazy, "m2") == linear_answer(2, ROW)
