@@ -2,7 +2,9 @@
 models (scikit-learn trees and XGBoost boosters trained here) under a per-worker cap that
 holds about 10, asked in random order and checked against each model's own answers; a
 model added while serving, loaded through V2's repository route and SageMaker's ``POST
-/models``; concurrent first requests for one model loading it once per worker."""
+/models``; concurrent first requests for one model loading it once per worker; a worker
+killed with SIGKILL and a ``kill -HUP`` reload, after which the new workers load the lazy
+models again on first use."""
 
 from __future__ import annotations
 
@@ -10,6 +12,8 @@ import json
 import os
 import random
 import re
+import signal
+import time
 from collections import Counter
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
@@ -18,7 +22,7 @@ from typing import Any, Iterator
 import pytest
 
 from flask_predict.models.lazy import files_bytes
-from tests.e2e.server import GunicornServer, request
+from tests.e2e.server import GunicornServer, children, request
 from tests.lazy_models import PROBES, train_forest_booster, train_tree
 
 pytestmark = pytest.mark.e2e
@@ -136,3 +140,46 @@ def test_a_model_added_while_serving_loads_through_both_routes(
     status, _, body = request("GET", f"{running.url}/models")
     assert json.loads(body)["models"] == [{"modelName": "late_sm",
                                            "modelUrl": str(folder / "hash-888" / "model")}]
+
+
+def settled(server: GunicornServer, want: int = WORKERS, timeout: float = 60) -> set[int]:
+    """The workers, once *want* of them are up and the server answers ready."""
+    deadline = time.monotonic() + timeout
+    assert server.process is not None
+    while time.monotonic() < deadline:
+        pids = children(server.process.pid)
+        if len(pids) == want and request("GET", server.url + "/v2/health/ready")[0] == 200:
+            return pids
+        time.sleep(0.2)
+    raise AssertionError(f"workers {children(server.process.pid)} of {want}")
+
+
+def test_a_killed_worker_and_a_reload_serve_the_lazy_models_again(
+        server: tuple[GunicornServer, int], root: tuple[Path, dict[str, list[float]]]) -> None:
+    running, _ = server
+    _, answers = root
+    names = sorted(a for a in answers if a.startswith(("tree", "boost")))[:20]
+
+    def all_answer() -> None:
+        with ThreadPoolExecutor(8) as pool:
+            for name, (status, got) in zip(names * 3, pool.map(
+                    lambda name: predict(running, name), names * 3)):
+                assert status == 200, (name, got)
+                check(name, got, answers)
+
+    all_answer()
+    before = settled(running)
+    killed = min(before)
+    os.kill(killed, signal.SIGKILL)
+    deadline = time.monotonic() + 60
+    while killed in children(running.process.pid) and time.monotonic() < deadline:
+        time.sleep(0.1)
+    after = settled(running)
+    assert killed not in after
+    all_answer()  # the new worker loads them on first use
+    running.reload()  # HUP: every worker replaced gracefully
+    deadline = time.monotonic() + 60
+    while children(running.process.pid) & after and time.monotonic() < deadline:
+        time.sleep(0.2)
+    assert not settled(running) & after
+    all_answer()
