@@ -319,6 +319,9 @@ class LazyTier:
                 close_predictor(predictor, name, version)
             raise self._failure(name, version, exc, started)
         self._sizes[name] = size
+        if self.unloaded is not None and name in self.unloaded.read():  # meanwhile
+            close_predictor(predictor, name, version)
+            raise ModelNotFound(f"model {name!r} was unloaded as it loaded")
         if size > self.max_bytes:
             close_predictor(predictor, name, version)
             raise self._failure(name, version, ModelTooLarge(

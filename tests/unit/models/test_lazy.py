@@ -53,6 +53,22 @@ def answer(tier: LazyTier, name: str) -> float:
     return float(next(iter(outputs.values()))[0])
 
 
+def held_at(folder: str, started: threading.Event, release: threading.Event) -> Any:
+    """The scikit-learn plugin, whose load of *folder* sets *started* and waits for
+    *release*."""
+    base = load_predictor_class("sklearn")
+
+    class Held(base):  # type: ignore[misc, valid-type]
+        @classmethod
+        def from_path(cls, model_dir: str, **options: Any) -> Any:
+            if model_dir.endswith(folder):
+                started.set()
+                release.wait(10)
+            return base.from_path(model_dir, **options)
+
+    return Held
+
+
 def test_first_use_loads_and_answers_each_models_own(root: Path) -> None:
     lazy = tier(root, models=6)
     for seed in range(1, 7):
@@ -220,16 +236,8 @@ def test_a_folder_deleted_while_loaded_serves_until_evicted(root: Path) -> None:
 
 
 def test_a_model_loading_when_an_eviction_comes_is_not_evicted(root: Path) -> None:
-    base = load_predictor_class("sklearn")
     started, release = threading.Event(), threading.Event()
-
-    class Slow(base):  # type: ignore[misc, valid-type]
-        @classmethod
-        def from_path(cls, model_dir: str, **options: Any) -> Any:
-            if model_dir.endswith("m2/1"):
-                started.set()
-                release.wait(10)
-            return base.from_path(model_dir, **options)
+    Slow = held_at("m2/1", started, release)
 
     lazy = LazyTier(LazySettings(str(root), 2 * one_size(root), 30.0), lambda name: Slow,
                     measure=no_growth)
@@ -243,3 +251,24 @@ def test_a_model_loading_when_an_eviction_comes_is_not_evicted(root: Path) -> No
     loading.join()
     assert [name for name, _ in lazy.held()] == ["m2"]
     assert answer(lazy, "m2") == linear_answer(2, ROW)
+
+
+def test_a_model_unloaded_as_it_loads_is_not_served(root: Path, tmp_path_factory:
+                                                    pytest.TempPathFactory) -> None:
+    started, release = threading.Event(), threading.Event()
+    Slow = held_at("m2/1", started, release)
+
+    state = StateDir(str(tmp_path_factory.mktemp("state")))
+    lazy = LazyTier(LazySettings(str(root), 10**9, 30.0), lambda name: Slow, measure=no_growth,
+                    unloaded=state.names("unloaded_models"))
+    answer(lazy, "m1")
+    failed: list[BaseException] = []
+    loading = threading.Thread(target=lambda: failed.extend(
+        [pytest.raises(ModelNotFound, lazy.model, "m2").value]))
+    loading.start()
+    assert started.wait(10)
+    lazy.unload("m2")
+    release.set()
+    loading.join()
+    assert "unloaded as it loaded" in str(failed[0])
+    assert lazy.find("m2") is None
