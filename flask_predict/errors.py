@@ -100,6 +100,16 @@ class CannotExplain(FailedPrecondition):
     """The model does not explain its predictions, whatever the instances (HTTP 400)."""
 
 
+class ModelTooLarge(FailedPrecondition):
+    """A model of the lazy tier needs more memory than its cap holds, even alone (HTTP 400;
+    SageMaker's multi-model API answers 507)."""
+
+
+class ModelExists(FailedPrecondition):
+    """A model added by name is loaded already (HTTP 400; SageMaker's multi-model API
+    answers 409)."""
+
+
 class PayloadTooLarge(PredictError):
     """The request body is over the configured size limit (HTTP 413)."""
 

@@ -48,12 +48,16 @@ def assemble(settings: Settings, lookup: PredictorLookup = load_predictor_class,
     background = settings.loading.in_background
     watched = background or settings.loading.poll_seconds > 0
     # models unloaded through the V2 repository extension, shared by the workers
-    unloaded = StateDir(settings.process.state_dir).names(UNLOADED_MODELS) if watched else None
+    state_dir = StateDir(settings.process.state_dir) if watched or settings.lazy else None
+    unloaded = state_dir.names(UNLOADED_MODELS) if state_dir is not None and watched else None
     repository, watcher = model_store(
         settings.models, settings.environment_models, settings.model_config_file,
         settings.loading.poll_seconds if watched else None, lookup,
         listener=metrics.model_event if metrics else None, shelf=shelf,
-        load_first=background, unloaded=unloaded, warm=warm, load=load)
+        load_first=background, unloaded=unloaded, warm=warm, load=load,
+        lazy=settings.lazy, wait_seconds=settings.loading.wait_seconds,
+        events=metrics.lazy_event if metrics else None,
+        lazy_state=state_dir if settings.lazy else None)
     repository.serve_the_rest = not settings.loading.exit_on_error
     if not background:  # a model that does not load raises here
         skipped = unloaded.read() if unloaded is not None else frozenset()

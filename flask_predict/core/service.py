@@ -27,6 +27,7 @@ from ..errors import (DeadlineExceeded, InvalidInput, ModelNotFound, ModelNotRea
                       PredictorFailed, Unimplemented)
 from ..explanation import Explanation, checked
 from ..models.control import IndexEntry, ModelControl
+from ..models.lazy import TierEntry
 from ..models.repository import ModelRepository
 from ..models.served import LoadedVersion, ServedModel
 from ..models.shared_state import StateDir
@@ -107,6 +108,25 @@ class ModelService:
     def unload(self, name: str) -> None:
         """Stop serving configured model *name* in every worker."""
         self.control.unload(name)
+
+    def add_model(self, name: str, url: str) -> None:
+        """Add model *name* from its folder *url* in the lazy tier's root, loaded here."""
+        self.control.add(name, url)
+
+    def added_models(self) -> dict[str, str]:
+        """The models added by name, each with its folder."""
+        return self.control.added()
+
+    def remove_model(self, name: str) -> None:
+        """Forget an added model in every worker."""
+        self.control.remove(name)
+
+    def lazy_tier(self) -> tuple[str, int, int, list[TierEntry]] | None:
+        """The lazy tier's root, cap and bytes held here, and its models' states (``None``
+        without one)."""
+        lazy = self.repository.lazy
+        return None if lazy is None else (lazy.root, lazy.max_bytes, lazy.held_bytes,
+                                          lazy.entries())
 
     def statistics(self, model: str | None = None, version: str | None = None
                    ) -> list[tuple[str, str, statistics.VersionStats]]:

@@ -19,8 +19,9 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Callable
 
-from ..errors import FailedPrecondition, ModelNotFound, ModelNotReady, Unimplemented
+from ..errors import FailedPrecondition, ModelExists, ModelNotFound, ModelNotReady, Unimplemented
 from ..types import ModelSpec
+from .lazy import LazyTier
 from .repository import ModelRepository
 from .shared_state import SharedFlag, StateDir
 from .watcher import Watcher
@@ -84,7 +85,10 @@ class ModelControl:
 
     @property
     def configured_any(self) -> bool:
-        """Whether the configuration names a model (loaded or not)."""
+        """Whether the configuration names a model (loaded or not), or a lazy tier serves
+        its root's."""
+        if self.repository.lazy is not None:
+            return True
         watcher = self.watcher
         if watcher is not None:
             return bool(watcher.specs)
@@ -93,17 +97,22 @@ class ModelControl:
     @property
     def can_load(self) -> bool:
         """Whether models can be loaded and unloaded (the watcher runs with a shared
-        unloaded set)."""
-        return self.watcher is not None and self.watcher.unloaded is not None
+        unloaded set, or a lazy tier serves a root)."""
+        return self.repository.lazy is not None or (
+            self.watcher is not None and self.watcher.unloaded is not None)
 
     def index(self) -> list[IndexEntry]:
-        """Every configured model, one entry per version this worker knows of."""
+        """Every configured model, one entry per version this worker knows of, then the lazy
+        tier's root (a version where this worker holds it)."""
         watcher = self.watcher
         configured = [spec.name for spec in
                       (watcher.specs if watcher is not None else self.configured)]
         unloaded = self._unloaded()
         served = {model.name: model for model in self.repository.models()}
         entries: list[IndexEntry] = []
+        lazy = self.repository.lazy
+        tier = [entry for entry in lazy.entries() if entry.name not in served
+                and entry.name not in configured] if lazy is not None else []
         for name in configured + [name for name in served if name not in configured]:
             model = served.get(name)
             if model is None:
@@ -114,12 +123,28 @@ class ModelControl:
             for version, status in sorted(model.statuses.items()) if model else ():
                 reason = status.error or ("unloaded" if status.state == "END" else "")
                 entries.append(IndexEntry(name, version, status.state, reason))
+        for entry in tier:  # the root's models, loaded here or not
+            held = lazy.find(entry.name) if lazy is not None else None
+            numbers: list[int | None] = [None] if held is None else [*sorted(held.versions)]
+            entries.extend(IndexEntry(entry.name, number, entry.state, entry.reason)
+                           for number in numbers)
         return entries
 
     def load(self, name: str) -> None:
         """Serve configured model *name* in every worker (again); once this worker serves it,
         return. A model whose versions fail to load answers their errors (400); one still
-        loading after ``PREDICT_LOAD_WAIT_SECONDS`` answers unavailable (503)."""
+        loading after ``PREDICT_LOAD_WAIT_SECONDS`` answers unavailable (503). A model of
+        the lazy tier's root (one not configured) loads in this worker, as Triton's explicit
+        mode loads a folder that appeared in its repository; the others load it on first
+        use."""
+        lazy = self.repository.lazy
+        if lazy is not None and not self._configured(name):
+            try:
+                lazy.load(name)
+            except ModelNotFound:
+                raise ModelNotFound(f"failed to load '{name}': no model of that name in the "
+                                    "model configuration or the model root")
+            return
         watcher = self._watcher(name, "load")
         assert watcher.unloaded is not None
         watcher.unloaded.discard(name)
@@ -139,7 +164,14 @@ class ModelControl:
     def unload(self, name: str) -> None:
         """Stop serving configured model *name* in every worker; waits (up to
         ``PREDICT_LOAD_WAIT_SECONDS``) until this worker has dropped it. Requests already
-        running on it finish."""
+        running on it finish. A model of the lazy tier is dropped here at once, and by the
+        other workers at their next poll."""
+        lazy = self.repository.lazy
+        if lazy is not None and not self._configured(name):
+            if not lazy.unload(name) and not lazy.exists(name):
+                raise ModelNotFound(f"failed to unload '{name}': no model of that name in "
+                                    "the model configuration or the model root")
+            return
         watcher = self._watcher(name, "unload")
         assert watcher.unloaded is not None
         watcher.unloaded.add(name)
@@ -151,14 +183,47 @@ class ModelControl:
         if watcher is None or watcher.unloaded is None:
             raise Unimplemented("the model repository extension needs the model watcher: set "
                                 "PREDICT_POLL_SECONDS above 0")
+        if not self._configured(name):
+            raise ModelNotFound(f"failed to {verb} '{name}': no model of that name in the "
+                                "model configuration")
+        return watcher
+
+    # --- models added by name (SageMaker's multi-model API) ---------------------------------
+
+    def add(self, name: str, url: str) -> None:
+        """Add model *name* from folder *url* inside the lazy tier's root and load it in this
+        worker (the others load it on first use); :class:`ModelExists` when it is served."""
+        if self._configured(name):
+            raise ModelExists(f"model {name!r} is already loaded")
+        self._lazy().add(name, url)
+
+    def added(self) -> dict[str, str]:
+        """The models added by name, each with its folder."""
+        lazy = self._lazy()
+        return {name: lazy.url(name) for name in lazy.added.read()} \
+            if lazy.added is not None else {}
+
+    def remove(self, name: str) -> None:
+        """Forget an added model in every worker (404 unless it was added)."""
+        if not self._lazy().remove(name):
+            raise ModelNotFound(f"model {name!r} is not loaded")
+
+    def _lazy(self) -> LazyTier:
+        lazy = self.repository.lazy
+        if lazy is None:
+            raise Unimplemented("models are added to the lazy tier: set PREDICT_LAZY_ROOT")
+        return lazy
+
+    def _configured(self, name: str) -> bool:
+        """Whether *name* is a configured model (else it may be the lazy tier's)."""
+        watcher = self.watcher
+        if watcher is None:
+            return any(spec.name == name for spec in self.configured)
         try:
             configured = watcher.read_specs()
         except Exception:  # a broken config file: the last one read stays in force
             configured = watcher.specs
-        if not any(spec.name == name for spec in configured):
-            raise ModelNotFound(f"failed to {verb} '{name}': no model of that name in the "
-                                "model configuration")
-        return watcher
+        return any(spec.name == name for spec in configured)
 
     def _unloaded(self) -> frozenset[str]:
         watcher = self.watcher

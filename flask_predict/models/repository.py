@@ -22,6 +22,7 @@ from ..predictor import Predictor
 from ..storage import fetch, is_remote, local_path, shown
 from ..types import ModelSpec
 from ..storage.artifacts import artifact_file, tree_stamp, version_folders, version_path
+from .lazy import LazyTier
 from .loading import load_version
 from .plugins import detect_predictor
 from .served import (FAILED_TO_LOAD, LoadedVersion, ServedModel, Shelf, VersionStatus, artifact_key,
@@ -77,6 +78,8 @@ class ModelRepository:
         self._warned: set[str] = set()
         self._fetched: set[str] = set()  # remote base paths whose first sync was tried
         self._problems: dict[str, str] = {}  # why one failed: its model's cause until it loads
+        self.lazy: LazyTier | None = None
+        """The models of ``PREDICT_LAZY_ROOT``, behind the configured ones (pinned)."""
 
     @classmethod
     def load(cls, specs: Iterable[ModelSpec], lookup: PredictorLookup,
@@ -108,8 +111,11 @@ class ModelRepository:
         return [models[name] for name in sorted(models)]
 
     def model(self, name: str) -> ServedModel:
+        """A configured model, else the lazy tier's (loaded on first use)."""
         served = self._models.get(name)
         if served is None:
+            if self.lazy is not None:
+                return self.lazy.model(name)
             raise ModelNotFound(f"model {name!r} not found")
         return served
 
@@ -375,6 +381,8 @@ class ModelRepository:
         """Retire every loaded version (worker exit); each closes once it is unused."""
         with self.lock:
             models, self._models = self._models, {}
+        if self.lazy is not None:
+            self.lazy.close()
         for served in models.values():
             self._retire(served.versions.values())
             for number in sorted(served.versions):

@@ -19,6 +19,7 @@ import threading
 import time
 from bisect import bisect_left
 from itertools import count
+from typing import Any
 from weakref import WeakSet
 
 from prometheus_client import (CONTENT_TYPE_LATEST, CollectorRegistry, Counter, Gauge,
@@ -176,6 +177,8 @@ class Metrics:
             "their sink, dropped (the sink's queue was full) or failed (the sink failed)",
             ("outcome",), registry=registry)
         self._series: dict[tuple[str, str, str, str], _Series] = {}
+        self._made_in = registry
+        self._lazy: Any = None
         self._after_fork()
         _INSTANCES.add(self)
 
@@ -284,6 +287,14 @@ class Metrics:
             self.load_failures.labels(*labels).inc()
         elif event == "unloaded":
             self.versions_loaded.labels(*labels).set(0)
+
+    def lazy_event(self, event: str, value: float) -> None:
+        """The lazy tier's events (:mod:`.lazy_metrics`; its series made on the first)."""
+        if self._lazy is None:
+            from .lazy_metrics import LazyMetrics
+
+            self._lazy = LazyMetrics(self._made_in, LOAD_BUCKETS)
+        self._lazy.event(event, value)
 
     # --- reading -----------------------------------------------------------------------------
 

@@ -17,6 +17,9 @@ from ..request.descriptor import Section
 from ..errors import ConfigError, closest, did_you_mean
 from .payload_log import DEFAULTS as PAYLOAD_LOG_DEFAULTS
 from .batching import BATCHING_DEFAULTS, BatchingSettings, read_batching
+from .lazy import DEFAULTS as LAZY_DEFAULTS
+from .lazy import LazySettings
+from .lazy import read as read_lazy
 from ..storage import CACHE_VARIABLE, cache_root
 from ..types import Limits, ModelSpec
 from .model_config import environment_models, with_config_file
@@ -74,6 +77,7 @@ DEFAULTS: dict[str, Any] = {
     "PREDICT_OPENAPI_ROUTE": None,
     "PREDICT_TRACING": None,
     **PAYLOAD_LOG_DEFAULTS,
+    **LAZY_DEFAULTS,
     **BATCHING_DEFAULTS,
 }
 """Every core key with its default (each protocol adds its own section's keys).
@@ -121,6 +125,8 @@ class Settings:
     environment_models: tuple[ModelSpec, ...] = ()
     """The models of ``PREDICT_MODELS`` (fixed while serving), the first of :attr:`models`;
     the watcher reads the config file's again on every poll."""
+    lazy: LazySettings | None = None
+    """``PREDICT_LAZY_*``: the lazy tier's root and cap (``None``: no lazy tier)."""
 
     def model(self, name: str) -> ModelSpec | None:
         return next((spec for spec in self.models if spec.name == name), None)
@@ -187,6 +193,7 @@ def settings_from(config: Mapping[str, Any], protocols: Mapping[str, Section | N
                   for name, section in protocol_sections.items()},
         batching=read_batching(values),
         environment_models=fixed,
+        lazy=read_lazy(values),
     )
 
 

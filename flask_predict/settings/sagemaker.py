@@ -7,7 +7,10 @@ server, as the variables every way of starting already reads.
   what ``/execution-parameters`` reports as ``MaxConcurrentTransforms``;
 * ``SAGEMAKER_MODEL_SERVER_TIMEOUT`` is the worker timeout (``GUNICORN_TIMEOUT``, seconds);
 * the model is the folder SageMaker unpacks it into, ``/opt/ml/model`` (``SM_MODEL_DIR``),
-  named ``$MODEL_NAME`` (default ``model``), unless a model config is set.
+  named ``$MODEL_NAME`` (default ``model``), unless a model config is set;
+* ``SAGEMAKER_MULTI_MODEL=true`` (a multi-model endpoint) serves SageMaker's multi-model API
+  over a lazy tier whose root is ``/opt/ml/models``, where SageMaker puts each model it
+  loads, instead of ``/opt/ml/model``.
 
 https://docs.aws.amazon.com/sagemaker/latest/dg/your-algorithms-inference-code.html
 No Flask here.
@@ -24,6 +27,8 @@ from typing import Mapping
 from ..errors import ConfigError
 
 MODEL_DIR = "/opt/ml/model"
+MODELS_DIR = "/opt/ml/models"
+"""Where SageMaker puts the models of a multi-model endpoint, one folder each."""
 DEFAULT_PORT = 8080
 
 MODEL_SOURCES = ("FLASK_PREDICT_MODELS", "FLASK_PREDICT_MODEL_CONFIG_FILE", "MODEL_CONFIG_FILE")
@@ -43,7 +48,10 @@ def serve_environ(environ: Mapping[str, str]) -> dict[str, str]:
         env["FLASK_PREDICT_MLFLOW_MAX_CONCURRENT_TRANSFORMS"] = concurrency
     if environ.get("SAGEMAKER_MODEL_SERVER_TIMEOUT"):
         env["GUNICORN_TIMEOUT"] = _whole(environ, "SAGEMAKER_MODEL_SERVER_TIMEOUT", "", 1)
-    if not any(environ.get(name) for name in MODEL_SOURCES):
+    if (environ.get("SAGEMAKER_MULTI_MODEL") or "").strip().lower() == "true":
+        env["FLASK_PREDICT_MLFLOW_MULTI_MODEL"] = "true"
+        env["FLASK_PREDICT_LAZY_ROOT"] = environ.get("FLASK_PREDICT_LAZY_ROOT") or MODELS_DIR
+    elif not any(environ.get(name) for name in MODEL_SOURCES):
         folder = environ.get("SM_MODEL_DIR") or MODEL_DIR
         name = environ.get("MODEL_NAME") or "model"
         env["FLASK_PREDICT_MODELS"] = json.dumps({name: {"base_path": folder}})

@@ -41,7 +41,7 @@ def page() -> ResponseReturnValue:
                            try_requests={protocol.name: vars(protocol.try_request)
                                          for protocol in served},
                            prefix=state.settings.url_prefix, runners=read_board(),
-                           metrics=state.metrics is not None)
+                           metrics=state.metrics is not None, lazy=lazy_tier(state))
 
 
 @bp.get("/status.json")
@@ -53,13 +53,25 @@ def status_json() -> ResponseReturnValue:
                           "time": snapshot.time if snapshot else None,
                           "workers": snapshot.workers if snapshot else None,
                           "runners": read_board(),
-                          "models": describe(state, snapshot)})
+                          "models": describe(state, snapshot), "lazy": lazy_tier(state)})
 
 
 def describe(state: PredictState, snapshot: Snapshot | None = None) -> list[dict[str, Any]]:
     """Each model: versions with their states and load errors, the default version's
     inputs (for the form), and its request totals when *snapshot* is given."""
     return [_model(served, snapshot) for served in state.service.models()]
+
+
+def lazy_tier(state: PredictState) -> dict[str, Any] | None:
+    """The lazy tier in this worker: its root, cap, bytes held and each model of the root
+    with its state (``None`` without one)."""
+    tier = state.service.lazy_tier()
+    if tier is None:
+        return None
+    root, max_bytes, held_bytes, entries = tier
+    return {"root": root, "max_bytes": max_bytes, "held_bytes": held_bytes,
+            "models": [{"name": e.name, "state": e.state, "reason": e.reason,
+                        "bytes": e.bytes} for e in entries]}
 
 
 def _model(served: ServedModel, snapshot: Snapshot | None) -> dict[str, Any]:

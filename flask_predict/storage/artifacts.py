@@ -208,3 +208,15 @@ def _open_maybe_compressed(path: str) -> io.BufferedIOBase:
             raw.read(2 + 16)
             return io.BytesIO(zlib.decompress(raw.read()))
     return open(path, "rb")
+
+
+def files_bytes(folder: str) -> int:
+    """The size of the files under *folder*."""
+    total = 0
+    for parent, _, names in os.walk(folder):
+        for file in names:
+            try:
+                total += os.stat(os.path.join(parent, file)).st_size
+            except OSError:
+                continue
+    return total

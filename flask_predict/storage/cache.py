@@ -33,7 +33,7 @@ import time
 from typing import Any, Callable, Iterable, Iterator
 from contextlib import contextmanager
 
-from .store import StorageError, Store, StoredObject, verify
+from .store import NothingListed, StorageError, Store, StoredObject, verify
 from .uri import RemoteUri, parse_uri
 
 logger = logging.getLogger(__name__)
@@ -156,12 +156,12 @@ class Mirror:
                 while first and settling and time.time() < deadline:
                     time.sleep(SETTLE_SECONDS)
                     settling = self._pass(state, strict=True)
-                if first and not state["cached"]:
+                if first and not state["cached"] and self._listed:
                     raise StorageError(f"{self.uri}: its version policy serves none of the "
-                                       f"versions listed ({self._listed})" if self._listed
-                                       else f"{self.uri}: no model under this prefix "
-                                       "(numbered version folders, or the artifacts "
-                                       "themselves)")
+                                       f"versions listed ({self._listed})")
+                if first and not state["cached"]:
+                    raise NothingListed(f"{self.uri}: no model under this prefix (numbered "
+                                        "version folders, or the artifacts themselves)")
             except StorageError as exc:
                 if first:
                     state["listed"] = 0.0  # nothing whole cached: the next start tries again

@@ -26,6 +26,11 @@ class StorageError(ConfigError):
     a credential; at start it stops the server as a model that does not load does."""
 
 
+class NothingListed(StorageError):
+    """A first sync listed no model under the prefix (a lazy root's folder that is not
+    there answers "not found")."""
+
+
 @dataclass(frozen=True)
 class StoredObject:
     """One object under a model's prefix."""

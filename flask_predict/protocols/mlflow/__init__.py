@@ -19,7 +19,8 @@ PROTOCOL = Protocol(
     title="MLflow",
     blueprint=f"{__name__}.views:bp",
     verbs={"invocations": "predict", "ping": "health", "version": "metadata",
-           "batch_parameters": "metadata"},
+           "batch_parameters": "metadata", "models_add": "admin", "models_list": "metadata",
+           "model_describe": "metadata", "model_remove": "admin", "model_invoke": "predict"},
     openapi=f"{__name__}.openapi:PART",
     settings=SECTION,
 )

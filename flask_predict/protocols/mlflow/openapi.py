@@ -1,10 +1,10 @@
 """The MLflow scoring routes: ``/ping``, ``/health``, ``/version``, ``/invocations`` and
-SageMaker's ``/execution-parameters``."""
+SageMaker's ``/execution-parameters`` and multi-model API (``/models``)."""
 
 from __future__ import annotations
 
-from ...openapi.schemas import (ANY, JSON, ROW, Part, Schema, content, errors, operation, ref,
-                                response)
+from ...openapi.schemas import (ANY, JSON, ROW, Part, Schema, content, errors, operation,
+                                path_param, ref, response)
 from ...settings.config import Settings
 from .wire import CSV
 
@@ -97,7 +97,54 @@ def paths(settings: Settings) -> dict[str, Schema]:
                          "`charset=utf-8` (MLflow's pre-2.0 `format=pandas-split`).",
                          ref("MlflowError"))},
         [target], body)}
+    items.update(multi_model_paths(body))
     return items
+
+
+MODEL: Schema = {"type": "object", "required": ["modelName", "modelUrl"],
+                 "properties": {"modelName": {"type": "string"},
+                                "modelUrl": {"type": "string"}}}
+
+
+def multi_model_paths(body: Schema) -> dict[str, Schema]:
+    """SageMaker's multi-model API (``SAGEMAKER_MULTI_MODEL=true``; else every route 404)."""
+    name = path_param("model", "An added model's name: a plain folder name, not hidden.",
+                      pattern=r"^[^./\\][^/\\]*$")
+    body = {**body, "content": {kind: {k: v for k, v in media.items() if k != "example"}
+                                for kind, media in body["content"].items()}}
+    token = {"name": "next_page_token", "in": "query", "required": False,
+             "schema": {"type": "string"}}
+    load = {"required": True, "content": content({
+        "type": "object", "required": ["model_name", "url"],
+        "properties": {"model_name": {"type": "string"},
+                       "url": {"type": "string", "description": "A folder inside "
+                               "`PREDICT_LAZY_ROOT`."}}})}
+    model = {"200": response("The model.", MODEL), **errors("MlflowError", 404)}
+    listed = {"type": "object", "required": ["models"],
+              "properties": {"models": {"type": "array", "items": MODEL},
+                             "nextPageToken": {"type": "string"}}}
+    return {
+        "/models": {
+            "post": operation("sagemakerLoadModel", TAG, "Load a model (SageMaker multi-model)",
+                              {"200": response("Loaded in the worker that answered.", MODEL),
+                               **errors("MlflowError", 400, 401, 403, 404),
+                               "409": response("The model is loaded already.",
+                                               ref("MlflowError")),
+                               "507": response("The memory cap cannot hold the model.",
+                                               ref("MlflowError"))}, body=load),
+            "get": operation("sagemakerListModels", TAG, "The loaded models",
+                             {"200": response("One page of them.", listed),
+                              **errors("MlflowError", 400, 404)}, [token])},
+        "/models/{model}": {
+            "get": operation("sagemakerGetModel", TAG, "A loaded model", model, [name]),
+            "delete": operation("sagemakerUnloadModel", TAG, "Unload a model",
+                                {"200": response("Unloaded in every worker.", {"type": "object"}),
+                                 **errors("MlflowError", 401, 403, 404)}, [name])},
+        "/models/{model}/invoke": {"post": operation(
+            "sagemakerInvokeModel", TAG, "Predict with a loaded model",
+            {"200": response("The predictions.", ref("MlflowAnswer")),
+             **errors("MlflowError", 400, 404, 413, 500, 503)}, [name], body)},
+    }
 
 
 PART = Part(TAG, DESCRIPTION, components, paths)

@@ -8,7 +8,7 @@ from typing import Any, Mapping
 
 from ...request.descriptor import HasSections, Section
 from ...errors import ConfigError, did_you_mean
-from ...settings.values import choice_value, number_value
+from ...settings.values import bool_value, choice_value, number_value
 from ...types import ModelSpec
 
 BATCH_STRATEGIES = ("MULTI_RECORD", "SINGLE_RECORD")
@@ -26,6 +26,9 @@ class MlflowSettings:
     (its workers), as ``/execution-parameters`` tells a batch transform job."""
     batch_strategy: str
     """``PREDICT_MLFLOW_BATCH_STRATEGY``: ``MULTI_RECORD`` or ``SINGLE_RECORD``."""
+    multi_model: bool = False
+    """``PREDICT_MLFLOW_MULTI_MODEL`` (``SAGEMAKER_MULTI_MODEL`` in the container): serve
+    SageMaker's multi-model API (``/models``) over the lazy tier's root."""
 
 
 def read(values: Mapping[str, Any], models: tuple[ModelSpec, ...]) -> MlflowSettings:
@@ -38,7 +41,17 @@ def read(values: Mapping[str, Any], models: tuple[ModelSpec, ...]) -> MlflowSett
         model=None if model is None else str(model),
         max_concurrent_transforms=number_value(
             values, "PREDICT_MLFLOW_MAX_CONCURRENT_TRANSFORMS", int, minimum=1),
-        batch_strategy=choice_value(values, "PREDICT_MLFLOW_BATCH_STRATEGY", BATCH_STRATEGIES))
+        batch_strategy=choice_value(values, "PREDICT_MLFLOW_BATCH_STRATEGY", BATCH_STRATEGIES),
+        multi_model=multi_model(values))
+
+
+def multi_model(values: Mapping[str, Any]) -> bool:
+    """``PREDICT_MLFLOW_MULTI_MODEL``, which needs a lazy tier to add models to."""
+    on = bool_value(values, "PREDICT_MLFLOW_MULTI_MODEL")
+    if on and not values.get("PREDICT_LAZY_ROOT"):
+        raise ConfigError("PREDICT_MLFLOW_MULTI_MODEL needs PREDICT_LAZY_ROOT, the folder the "
+                          "models are added from (SageMaker's /opt/ml/models)")
+    return on
 
 
 def of(settings: HasSections) -> MlflowSettings:
@@ -49,5 +62,6 @@ def of(settings: HasSections) -> MlflowSettings:
 
 SECTION = Section(defaults={"PREDICT_MLFLOW_MODEL": None,
                             "PREDICT_MLFLOW_MAX_CONCURRENT_TRANSFORMS": 1,
-                            "PREDICT_MLFLOW_BATCH_STRATEGY": "MULTI_RECORD"},
+                            "PREDICT_MLFLOW_BATCH_STRATEGY": "MULTI_RECORD",
+                            "PREDICT_MLFLOW_MULTI_MODEL": False},
                   read=read)

@@ -1,6 +1,6 @@
 """The MLflow scoring routes (``mlflow models serve``, SageMaker's container contract):
 ``GET /ping`` and ``/health``, ``GET /version``, ``POST /invocations``, and SageMaker's
-``GET /execution-parameters``.
+``GET /execution-parameters`` and multi-model API (``/models``, :mod:`.multi_model`).
 
 Errors answer MLflow's ``{"error_code": ..., "message": ...}`` (never a stack trace).
 """
@@ -9,13 +9,14 @@ from __future__ import annotations
 
 from typing import Any
 
-from flask import Blueprint, Response
+from flask import Blueprint, Response, request
 from flask.typing import ResponseReturnValue
 
-from . import settings, wire
+from . import multi_model, settings, wire
 from ...request import limits
 from ...core.state import PredictState
-from ...errors import InvalidInput, ModelNotFound, ModelNotReady
+from ...errors import (InvalidInput, ModelExists, ModelNotFound, ModelNotReady, ModelTooLarge,
+                      PredictError)
 from ...types import InferenceRequest
 from ...request.body import parse_json
 from ...web.protocol_http import (as_predict_error, error_handler, json_response, read_body,
@@ -58,6 +59,62 @@ def batch_parameters() -> ResponseReturnValue:
 @bp.post("/invocations")
 def invocations() -> ResponseReturnValue:
     state = request_state()
+    return scored(state, target(state, wsgi_environ().get(TARGET_MODEL)))
+
+
+@bp.post("/models")
+def models_add() -> ResponseReturnValue:
+    """SageMaker's LoadModel: 200 once loaded here, 409 when it is, 507 past the cap."""
+    state = multi_model_state()
+    name, url = multi_model.read_load(read_json(state, read_body(state)))
+    state.service.add_model(name, url)
+    return json_response(multi_model.described(name, state.service.added_models()[name]))
+
+
+@bp.get("/models")
+def models_list() -> ResponseReturnValue:
+    state = multi_model_state()
+    return json_response(multi_model.page(state.service.added_models(),
+                                          request.args.get("next_page_token")))
+
+
+@bp.get("/models/<model>")
+def model_describe(model: str) -> ResponseReturnValue:
+    return json_response(multi_model.described(model, added(multi_model_state(), model)))
+
+
+@bp.delete("/models/<model>")
+def model_remove(model: str) -> ResponseReturnValue:
+    multi_model_state().service.remove_model(model)
+    return json_response({})
+
+
+@bp.post("/models/<model>/invoke")
+def model_invoke(model: str) -> ResponseReturnValue:
+    state = multi_model_state()
+    added(state, model)
+    return scored(state, model)
+
+
+def multi_model_state() -> PredictState:
+    """The request's app state, when SageMaker's multi-model API is on (else 404)."""
+    state = request_state()
+    if not settings.of(state.settings).multi_model:
+        raise ModelNotFound("SageMaker's multi-model API is off: set SAGEMAKER_MULTI_MODEL "
+                            "(PREDICT_MLFLOW_MULTI_MODEL) to true")
+    return state
+
+
+def added(state: PredictState, name: str) -> str:
+    """The folder of added model *name* (404 when it was not added)."""
+    url = state.service.added_models().get(name)
+    if url is None:
+        raise ModelNotFound(f"model {name!r} is not loaded")
+    return url
+
+
+def scored(state: PredictState, name: str) -> ResponseReturnValue:
+    """The request's body through model *name*, answered as JSON or CSV as it asks."""
     environ = wsgi_environ()
     mime = wire.media_type(environ.get("CONTENT_TYPE"))
     csv_answer = wants_csv(environ.get("HTTP_ACCEPT"))
@@ -67,7 +124,7 @@ def invocations() -> ResponseReturnValue:
     else:
         body = (wire.number_split(raw, state.settings.limits)
                 or wire.decode_json(read_json(state, raw)))
-    predicted = predict(state, target(state, environ.get(TARGET_MODEL)), body)
+    predicted = predict(state, name, body)
     if csv_answer:
         rows = predicted if isinstance(predicted, list) else [predicted]
         return Response(wire.csv_answer(rows), status=200, mimetype=wire.CSV)
@@ -111,9 +168,16 @@ def target(state: PredictState, header: str | None) -> str:
     service.check_configured()
     names = service.names()
     if header:
-        for name in target_names(header):
+        candidates = target_names(header)
+        for name in candidates:
             if name in names:
                 return name
+        for name in candidates:  # a model of the lazy tier's root, loaded on demand
+            try:
+                service.model(name)
+            except ModelNotFound:
+                continue
+            return name
         raise ModelNotFound(f"no model {header!r} is served (X-Amzn-SageMaker-Target-Model); "
                             f"served: {sorted(names)}")
     chosen = settings.of(state.settings).model
@@ -129,11 +193,14 @@ def target(state: PredictState, header: str | None) -> str:
 def mlflow_error(exc: Exception) -> Response:
     """MLflow's error body: ``error_code`` (its names for the status) and ``message``."""
     error = as_predict_error(exc)
-    status = error.http_status
+    status = MULTI_MODEL_STATUS.get(type(error), error.http_status)
     return json_response({"error_code": error_code(status), "message": error.message}, status)
 
 
-ERROR_CODES = {400: "BAD_REQUEST", 401: "UNAUTHENTICATED", 403: "PERMISSION_DENIED",
+MULTI_MODEL_STATUS: dict[type[PredictError], int] = {ModelExists: 409, ModelTooLarge: 507}
+"""SageMaker's multi-model statuses: a model added twice, one the memory cap cannot hold."""
+
+ERROR_CODES = {400: "BAD_REQUEST", 409: "RESOURCE_ALREADY_EXISTS", 507: "RESOURCE_EXHAUSTED", 401: "UNAUTHENTICATED", 403: "PERMISSION_DENIED",
                404: "RESOURCE_DOES_NOT_EXIST", 429: "REQUEST_LIMIT_EXCEEDED",
                501: "NOT_IMPLEMENTED", 503: "TEMPORARILY_UNAVAILABLE",
                504: "DEADLINE_EXCEEDED"}

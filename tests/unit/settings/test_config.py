@@ -149,3 +149,23 @@ def test_grpc_is_off_unless_a_port_is_set_and_bounded_like_rest(base: Path) -> N
     for port in (-1, 70000, "x"):
         with pytest.raises(ConfigError, match="PREDICT_GRPC_PORT"):
             read_settings({"PREDICT_MODELS": models, "PREDICT_GRPC_PORT": port})
+
+
+def test_the_lazy_tier_is_off_unless_a_root_is_set(tmp_path: Path) -> None:
+    assert read_settings({}).lazy is None
+    lazy = read_settings({"PREDICT_LAZY_ROOT": str(tmp_path) + "/",
+                          "PREDICT_LAZY_MAX_BYTES": "1000"}).lazy
+    assert lazy is not None
+    assert (lazy.root, lazy.max_bytes, lazy.retry_seconds) == (str(tmp_path), 1000, 30.0)
+    remote = read_settings({"PREDICT_LAZY_ROOT": "gs://bucket/models/"}).lazy
+    assert remote is not None and remote.root == "gs://bucket/models"
+
+
+@pytest.mark.parametrize("key, value", [("PREDICT_LAZY_MAX_BYTES", 0),
+                                        ("PREDICT_LAZY_MAX_BYTES", "lots"),
+                                        ("PREDICT_LAZY_RETRY_SECONDS", -1),
+                                        ("PREDICT_LAZY_ROOT", 5)])
+def test_bad_lazy_settings_name_their_key(tmp_path: Path, key: str, value: object) -> None:
+    config = {"PREDICT_LAZY_ROOT": str(tmp_path), key: value}
+    with pytest.raises(ConfigError, match=key):
+        read_settings(config)

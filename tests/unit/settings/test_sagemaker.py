@@ -81,3 +81,18 @@ def test_target_model_names() -> None:
     ("text/csv, application/json", True), ("*/*", False), ("text/html", False)])
 def test_accept(accept: str | None, csv: bool) -> None:
     assert wants_csv(accept) is csv
+
+
+def test_a_multi_model_endpoint_serves_the_models_folder() -> None:
+    env = serve_environ({"SAGEMAKER_MULTI_MODEL": "true"})
+    assert env["FLASK_PREDICT_MLFLOW_MULTI_MODEL"] == "true"
+    assert env["FLASK_PREDICT_LAZY_ROOT"] == "/opt/ml/models"
+    assert "FLASK_PREDICT_MODELS" not in env
+    assert serve_environ({"SAGEMAKER_MULTI_MODEL": "false"})["FLASK_PREDICT_MODELS"]
+
+
+def test_multi_model_needs_a_lazy_root() -> None:
+    from flask_predict.settings.app import read_settings
+
+    with pytest.raises(ConfigError, match="PREDICT_LAZY_ROOT"):
+        read_settings({"PREDICT_MLFLOW_MULTI_MODEL": True})
