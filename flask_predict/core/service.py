@@ -16,24 +16,24 @@ from __future__ import annotations
 import logging
 from collections.abc import Iterator, Mapping
 from functools import partial
-from threading import Lock
-from time import monotonic, perf_counter
+from time import perf_counter
 from typing import TYPE_CHECKING, Any, Callable, Sequence
 
 import numpy as np
 
 from ..runtime import deadline
-from ..errors import (DeadlineExceeded, InvalidInput, ModelNotFound, ModelNotReady, PredictError,
-                      PredictorFailed, Unimplemented)
+from ..errors import (InvalidInput, ModelNotFound, ModelNotReady, PredictError, PredictorFailed,
+                      Unimplemented)
 from ..explanation import Explanation, checked
 from ..models.control import IndexEntry, ModelControl
+from .calls import call_by, held_call, streamed_items
 from ..models.lazy import TierEntry
 from ..models.repository import ModelRepository
 from ..models.served import LoadedVersion, ServedModel
 from ..models.shared_state import StateDir
 from ..observability import statistics
 from ..types import Classification, Example, InferenceRequest, InferenceResponse, Tensor
-from ..request.record import RequestRecord, current_request
+from ..request.record import current_request
 from ..models.startup import NO_MODEL
 
 if TYPE_CHECKING:
@@ -258,12 +258,12 @@ class ModelService:
         calls = loaded.calls
         try:
             if record is not None and record.deadline is not None:
-                return _call_by(record.deadline, loaded, seconds, verb, method, args, kwargs,
+                return call_by(record.deadline, loaded, seconds, verb, method, args, kwargs,
                                 record)
             if seconds:
                 with deadline.limit(seconds, spec.name):
-                    return _held_call(calls, record, method, args, kwargs)
-            return _held_call(calls, record, method, args, kwargs)
+                    return held_call(calls, record, method, args, kwargs)
+            return held_call(calls, record, method, args, kwargs)
         except PredictError:
             raise
         except Exception as exc:
@@ -314,7 +314,7 @@ class ModelService:
         if not isinstance(result, Iterator):
             raise PredictorFailed(f"model {loaded.name!r} returned {type(result).__name__}; "
                                   "predict must return a list or an iterator")
-        return _streamed_items(loaded, result)
+        return streamed_items(loaded, result)
 
     def classify(self, loaded: LoadedVersion, examples: Sequence[Example],
                  signature: str | None = None) -> Classification:
@@ -363,56 +363,3 @@ def _explained(explain: Callable[[], Any], predict: Callable[[], Any] | None
     """An explanation, then the predictions of the same rows where *predict* is given."""
     explanation = explain()
     return (predict() if predict is not None else None), explanation
-
-
-def _held_call(calls: Lock, record: RequestRecord | None, method: Callable[..., Any],
-               args: tuple[Any, ...], kwargs: Mapping[str, Any] | None) -> Any:
-    """``method(*args, **kwargs)`` holding the version's call lock *calls*; a wait for
-    another thread's call on the version (a gRPC thread's, say) is noted on the request's
-    record (a trace's span)."""
-    if not calls.acquire(False):
-        started = perf_counter()
-        calls.acquire()
-        if record is not None:
-            record.waited("busy", started)
-    try:
-        return method(*args, **(kwargs or {}))
-    finally:
-        calls.release()
-
-
-def _call_by(client_deadline: float, loaded: LoadedVersion, seconds: float | None, verb: str,
-             method: Callable[..., Any], args: tuple[Any, ...],
-             kwargs: Mapping[str, Any] | None, record: RequestRecord) -> Any:
-    """A predictor call for a client that stops waiting at *client_deadline* (a gRPC call's
-    deadline): the wait for the version is bounded by it, and so is the model's time limit
-    *seconds*; a call whose client has given up by then is not made
-    (``DEADLINE_EXCEEDED``)."""
-    left = client_deadline - monotonic()
-    calls = loaded.calls
-    acquired = left > 0 and calls.acquire(False)
-    if left > 0 and not acquired:
-        started = perf_counter()
-        acquired = calls.acquire(timeout=left)
-        record.waited("busy", started)
-    if not acquired:
-        raise DeadlineExceeded(f"the client's deadline passed before model "
-                               f"{loaded.name!r} could {verb}")
-    try:
-        with deadline.limit(left if seconds is None else min(seconds, left), loaded.name):
-            return method(*args, **(kwargs or {}))
-    finally:
-        loaded.calls.release()
-
-
-def _streamed_items(loaded: LoadedVersion, items: Iterator[Any]) -> Iterator[list[Any]]:
-    while True:
-        try:
-            item = next(items)
-        except StopIteration:
-            return
-        except PredictError:
-            raise
-        except Exception as exc:
-            raise PredictorFailed(f"model {loaded.name!r} failed while streaming") from exc
-        yield [item]

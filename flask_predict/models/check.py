@@ -21,8 +21,7 @@ from .store import model_store
 from .startup import check_models, failures
 from ..errors import ConfigError
 from ..storage.artifacts import version_folders, version_path
-from .plugins import installed_names, load_predictor_class
-from .repository import plugin_for
+from .plugins import installed_names, load_predictor_class, plugin_for
 from .served import ServedModel
 from ..predictor import Predictor
 from ..settings.model_config import load_models

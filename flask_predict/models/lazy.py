@@ -6,10 +6,11 @@ The configured models are the repository's and stay pinned; this tier only holds
 root holds. A model's size is what its load grew the process's resident memory by (at least
 its files' size: a load that reuses freed heap grows nothing), measured with loads made one
 at a time; a plugin's first load in a process is made twice, the first paying what the
-framework allocates once (lazy imports, thread pools). A request for a model being loaded waits for that one load (never two loads of
-one model in a process), at most until its deadline. A load that fails answers its failure
-until ``retry_seconds`` have passed. A name is looked up in the root, never made into a path
-outside it: empty, hidden, ``..`` or slashed names are no model.
+framework allocates once (lazy imports, thread pools). A request for a model being loaded
+waits for that one load (never two loads of one model in a process), at most until its
+deadline. A load that fails answers its failure until ``retry_seconds`` have passed. A name
+is looked up in the root, never made into a path outside it: empty, hidden, ``..`` or
+slashed names are no model.
 """
 
 from __future__ import annotations
@@ -28,7 +29,6 @@ from ..errors import (ConfigError, FailedPrecondition, InvalidInput, ModelExists
 from ..predictor import Predictor
 from ..request.record import current_request
 from ..runtime import memory
-from ..runtime.memory import resident_bytes
 from ..settings.lazy import LazySettings
 from ..storage import is_remote, local_path, resolve, shown
 from ..storage.store import NothingListed
@@ -81,7 +81,8 @@ class LazyTier:
     def __init__(self, settings: LazySettings, lookup: Lookup, *, wait_seconds: float = 30.0,
                  listener: Listener | None = None, events: Events | None = None,
                  warm: bool = True, unloaded: NameSet | None = None,
-                 added: AddedModels | None = None, measure: Callable[[], int] = resident_bytes,
+                 added: AddedModels | None = None,
+                 measure: Callable[[], int] = memory.resident_bytes,
                  clock: Callable[[], float] = time.monotonic) -> None:
         self.settings = settings
         self.root, self.max_bytes = settings.root, settings.max_bytes
@@ -102,8 +103,6 @@ class LazyTier:
         self._primed: set[type] = set()  # plugins whose first load in this process was made
         self.loads = 0
         """Loads this worker made (each model's first use, and again after an eviction)."""
-
-    # --- lookups ---------------------------------------------------------------------------
 
     @property
     def held_bytes(self) -> int:
@@ -152,8 +151,6 @@ class LazyTier:
                 entries.append(TierEntry(name, "UNAVAILABLE",
                                          "unloaded" if name in unloaded else "not loaded"))
         return entries
-
-    # --- the request's path ----------------------------------------------------------------
 
     def model(self, name: str) -> ServedModel:
         """*name*'s model, loaded now if this worker does not hold it (the request waits for
@@ -256,8 +253,6 @@ class LazyTier:
         for name in list(self._held):
             self._evict(name, "closed with this worker")
 
-    # --- loading ---------------------------------------------------------------------------
-
     def _single_flight(self, name: str) -> ServedModel:
         with self._lock:
             held = self._held.get(name)
@@ -343,8 +338,7 @@ class LazyTier:
         return served
 
     def _folder(self, name: str, fetch: bool) -> str:
-        """The local folder of model *name* (a remote root's: its mirror, synced when
-        *fetch*)."""
+        """The local folder of model *name* (a remote root's mirror, synced when *fetch*)."""
         uri = self.url(name)
         if not is_remote(self.root):
             return uri

@@ -23,6 +23,7 @@ from typing import Any, Callable, Mapping
 from ..errors import ConfigError, PredictorNotFound, UnreadableModel, did_you_mean
 from ..predictor import Predictor
 from ..storage.artifacts import artifact_plugin
+from ..types import ModelSpec
 from .mlmodel import is_mlflow_folder, mlflow_plugin, read_mlmodel
 
 GROUP = "flask_predict.predictors"
@@ -211,3 +212,9 @@ def lazy_attributes(package: str, module: str = "predictor") -> Callable[[str], 
             raise AttributeError(f"module {package!r} has no attribute {name!r}") from None
 
     return attribute
+
+
+def plugin_for(spec: ModelSpec, path: str) -> str:
+    """The plugin that loads version folder *path* of *spec*: the one it names, else the one
+    detected from the files (``flask-predict check`` reports it the same way)."""
+    return spec.predictor or detect_predictor(path, spec.options)

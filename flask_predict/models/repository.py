@@ -4,9 +4,9 @@ A model's versions are the numbered sub-folders of its ``base_path``, as in TF S
 Names and versions from URLs are looked up here, never joined into paths.
 
 Each worker loads its own models, except those the gunicorn master loaded for every worker
-before it forked (a :class:`.served.Shelf`, :mod:`.sharing`): it serves those as inherited. :meth:`ModelRepository.sync` loads new versions and unloads
-dropped ones; every change swaps a whole mapping, so a request in flight always sees a
-complete, consistent set of versions.
+before it forked (a :class:`.served.Shelf`, :mod:`.sharing`), which it serves as inherited.
+:meth:`ModelRepository.sync` loads new versions and unloads dropped ones; every change
+swaps a whole mapping, so a request sees a complete, consistent set of versions.
 """
 
 from __future__ import annotations
@@ -24,7 +24,7 @@ from ..types import ModelSpec
 from ..storage.artifacts import artifact_file, tree_stamp, version_folders, version_path
 from .lazy import LazyTier
 from .loading import load_version
-from .plugins import detect_predictor
+from .plugins import plugin_for
 from .served import (FAILED_TO_LOAD, LoadedVersion, ServedModel, Shelf, VersionStatus, artifact_key,
                      close_predictor)
 from .warmup import warm_up
@@ -396,12 +396,3 @@ class NotShared(Exception):
 
 def _from_path(cls: type[Predictor], spec: ModelSpec, version: int, path: str) -> Predictor:
     return load_version(cls, path, spec.options)
-
-
-def plugin_for(spec: ModelSpec, path: str) -> str:
-    """The plugin that loads version folder *path* of *spec*: the one it names, else the one
-    detected from the files (``flask-predict check`` reports it the same way)."""
-    return spec.predictor or detect_predictor(path, spec.options)
-
-
-
