@@ -36,7 +36,7 @@ from ..storage.artifacts import files_bytes, tree_stamp, version_folders, versio
 from ..types import ModelSpec
 from .added_models import AddedModels, inside, valid_name
 from .loading import load_version
-from .plugins import detect_predictor
+from .plugins import plugin_for
 from .served import FAILED_TO_LOAD, LoadedVersion, ServedModel, VersionStatus, close_predictor
 from .shared_state import NameSet
 from .startup import cause_of
@@ -298,7 +298,7 @@ class LazyTier:
                     raise ModelNotFound(f"model {name!r} not found: no version in its folder")
                 version = max(spec.serves(versions))
                 path = version_path(folder, version)
-                cls = self._lookup(detect_predictor(path, {}))  # imports before measuring
+                cls = self._lookup(plugin_for(spec, path))  # imports before measuring
                 if cls not in self._primed:  # the framework's one-time costs, not the model's
                     close_predictor(load_version(cls, path, {}), name, version)
                     self._primed.add(cls)

@@ -200,10 +200,11 @@ def mlflow_error(exc: Exception) -> Response:
 MULTI_MODEL_STATUS: dict[type[PredictError], int] = {ModelExists: 409, ModelTooLarge: 507}
 """SageMaker's multi-model statuses: a model added twice, one the memory cap cannot hold."""
 
-ERROR_CODES = {400: "BAD_REQUEST", 409: "RESOURCE_ALREADY_EXISTS", 507: "RESOURCE_EXHAUSTED", 401: "UNAUTHENTICATED", 403: "PERMISSION_DENIED",
-               404: "RESOURCE_DOES_NOT_EXIST", 429: "REQUEST_LIMIT_EXCEEDED",
-               501: "NOT_IMPLEMENTED", 503: "TEMPORARILY_UNAVAILABLE",
-               504: "DEADLINE_EXCEEDED"}
+ERROR_CODES = {400: "BAD_REQUEST", 401: "UNAUTHENTICATED", 403: "PERMISSION_DENIED",
+               404: "RESOURCE_DOES_NOT_EXIST", 409: "RESOURCE_ALREADY_EXISTS",
+               429: "REQUEST_LIMIT_EXCEEDED", 501: "NOT_IMPLEMENTED",
+               503: "TEMPORARILY_UNAVAILABLE", 504: "DEADLINE_EXCEEDED",
+               507: "RESOURCE_EXHAUSTED"}
 """HTTP status -> MLflow's ``error_code`` (``mlflow.exceptions.ERROR_CODE_TO_HTTP_STATUS``
 read backwards); any other client error is ``BAD_REQUEST``, any other failure
 ``INTERNAL_ERROR``."""
