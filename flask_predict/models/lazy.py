@@ -47,7 +47,7 @@ logger = logging.getLogger(__name__)
 Lookup = Callable[[str], "type[Predictor]"]
 Listener = Callable[[str, str, int, float], None]
 """``(event, model, version, seconds)``: ``"loaded"``, ``"failed"``, ``"unloaded"`` (as the
-repository tells the metrics)."""
+repository tells the metrics), then ``"evicted"`` (no longer held here)."""
 Events = Callable[[str, float], None]
 """``(event, value)``: ``"hit"``, ``"miss"``, ``"evicted"`` (value 1), ``"load"`` (its
 seconds), ``"models"`` and ``"bytes"`` (what the tier holds now)."""
@@ -364,6 +364,7 @@ class LazyTier:
         for loaded in held.served.versions.values():
             loaded.retire()  # closed once its last request ends
             self._told("unloaded", name, loaded.version)
+            self._told("evicted", name, loaded.version)  # its series leave this worker
         memory.release()
         self._note("models", len(self._held))
         self._note("bytes", self.held_bytes)

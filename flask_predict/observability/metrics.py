@@ -2,10 +2,9 @@
 
 Under gunicorn, ``gunicorn.conf.py`` sets ``PROMETHEUS_MULTIPROC_DIR`` (and clears it when
 the server starts): prometheus_client's multiprocess mode then keeps each worker's values in
-memory-mapped files in that folder, and a scrape answered by any worker sums every worker's,
-those of exited workers included. The live-mode gauges of a worker that died are removed by
-gunicorn's ``child_exit`` hook (:func:`worker_exited`). Without that variable (an app embedded
-in one process) the values live in this app's own registry.
+memory-mapped files in that folder (:mod:`.metrics_files`), and a scrape answered by any
+worker sums every worker's, those of exited workers included. Without that variable (an app
+embedded in one process) the values live in this app's own registry.
 
 Names follow the peers where they have a convention (KServe's ``request_*_seconds`` phase
 histograms); see docs/observability.md for the mapping to Triton's and KServe's series.
@@ -23,13 +22,13 @@ from typing import Any
 from weakref import WeakSet
 
 from prometheus_client import (CONTENT_TYPE_LATEST, CollectorRegistry, Counter, Gauge,
-                               Histogram, generate_latest, multiprocess, values)
+                               Histogram, generate_latest, multiprocess)
 from prometheus_client.metrics_core import Metric
 
 from ..request.record import INFERENCE_VERBS, RequestRecord
+from .metrics_files import MULTIPROC_VARIABLE, use_multiprocess_values
 from .traffic import Snapshot
 
-MULTIPROC_VARIABLE = "PROMETHEUS_MULTIPROC_DIR"
 INF = math.inf
 LATENCY_BUCKETS = (0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5,
                    5.0, 10.0, INF)
@@ -110,7 +109,7 @@ class Metrics:
         self.directory = os.environ.get(MULTIPROC_VARIABLE) or None
         registry: CollectorRegistry | None
         if self.directory:
-            _use_multiprocess_values()
+            use_multiprocess_values()
             registry = None  # values go to the files; the collector reads them back
             self.registry = CollectorRegistry()
             multiprocess.MultiProcessCollector(self.registry, self.directory)
@@ -185,6 +184,8 @@ class Metrics:
     def _after_fork(self) -> None:
         """A fresh start in a new process: no inherited counts or lock."""
         self._lock = threading.Lock()
+        self._writing = threading.Lock()
+        """Held while counts are written to the registry's series, or series dropped."""
         self._pending: dict[tuple[str, str, str, str], _Pending] = {}
         self._starts = count()
         """Counts requests as they start, without a lock (``next`` on it is one C call)."""
@@ -238,6 +239,10 @@ class Metrics:
 
     def flush(self) -> None:
         """Write the counts kept in memory to the registry."""
+        with self._writing:
+            self._flush()
+
+    def _flush(self) -> None:
         with self._lock:
             pending, self._pending = self._pending, {}
             started = next(self._starts) - self._reads
@@ -277,7 +282,7 @@ class Metrics:
         self.payload.labels(outcome).inc(number)
 
     def model_event(self, event: str, model: str, version: int, seconds: float) -> None:
-        """The repository's listener: loads, failures and unloads of versions."""
+        """The repository's listener: loads, failures, unloads and evictions of versions."""
         labels = (model, str(version))
         if event == "loaded":
             self.load_seconds.labels(*labels).observe(seconds)
@@ -287,6 +292,30 @@ class Metrics:
             self.load_failures.labels(*labels).inc()
         elif event == "unloaded":
             self.versions_loaded.labels(*labels).set(0)
+        elif event == "evicted":
+            self.forget(*labels)
+
+    def forget(self, model: str, version: str) -> None:
+        """Drop this process's series of a version evicted from the lazy tier, once its counts
+        are written: a worker holds the series of the models it holds, not of every one it
+        ever served. Under gunicorn the values stay in the shared files (a scrape still sums
+        them; they go on if the model comes back); in one process they leave with the
+        model, as Triton's per-model series do."""
+        if self.directory:  # prometheus_client keeps every value it made, removed or not
+            return
+        with self._writing:
+            self._flush()
+            for key in [key for key in list(self._series) if key[1:3] == (model, version)]:
+                for status in self._series.pop(key).codes:
+                    _remove(self.requests, *key, str(status))
+                for family in (self.duration, self.request_size, self.response_size,
+                               self.failed_seconds):
+                    _remove(family, *key)
+                for phase in (self.preprocess, self.predict, self.explain, self.postprocess):
+                    _remove(phase, model, version, key[0])
+            for kept in (self.last_inference, self.load_seconds, self.load_failures,
+                         self.versions_loaded):
+                _remove(kept, model, version)
 
     def lazy_event(self, event: str, value: float) -> None:
         """The lazy tier's events (:mod:`.lazy_metrics`; its series made on the first)."""
@@ -312,6 +341,14 @@ class Metrics:
         """Inference totals per model, summed over every worker (pages read this)."""
         self.flush()
         return Snapshot.of(self.registry.collect(), INFERENCE_VERBS)
+
+
+def _remove(family: Any, *labels: str) -> None:
+    """Drop *family*'s child of *labels* where it has one."""
+    try:
+        family.remove(*labels)
+    except KeyError:
+        pass
 
 
 def _add_to_histogram(child: Histogram, histogram: list[float]) -> None:
@@ -362,29 +399,3 @@ class _Flusher:
 
 _FLUSHER = _Flusher()
 os.register_at_fork(after_in_child=_FLUSHER.after_fork)
-
-
-def _use_multiprocess_values() -> None:
-    """Make sure values go to the multiprocess files.
-
-    prometheus_client picks its value class when it is first imported: a process that
-    imported it before ``PROMETHEUS_MULTIPROC_DIR`` was set would keep every worker's
-    values private. This redoes that choice now that the variable is set.
-    """
-    if not getattr(values.ValueClass, "_multiprocess", False):
-        values.ValueClass = values.MultiProcessValue()
-
-
-def prepare_directory(directory: str) -> None:
-    """Create *directory* or empty it of a previous server's files (the master, at start)."""
-    os.makedirs(directory, exist_ok=True)
-    for name in os.listdir(directory):
-        if name.endswith(".db"):
-            os.unlink(os.path.join(directory, name))
-
-
-def worker_exited(pid: int) -> None:
-    """Drop the live gauges of a worker that exited (gunicorn's ``child_exit``, master)."""
-    directory = os.environ.get(MULTIPROC_VARIABLE)
-    if directory:
-        multiprocess.mark_process_dead(pid, directory)

@@ -168,7 +168,7 @@ def forking(worker: Any) -> None:
 def worker_gone(arbiter: Any, worker: Any) -> None:
     """gunicorn's ``child_exit``: the worker is no longer ready; its metrics counts stay, its
     live gauges go; the versions only it could still hold are closed."""
-    from ..observability.metrics import worker_exited
+    from ..observability.metrics_files import worker_exited
 
     worker_exited(worker.pid)
     marks = ready_marks()

@@ -151,7 +151,7 @@ def server_starting(arbiter: Any) -> None:
     master's own flask_predict lines go to gunicorn's error log too."""
     route_logs(arbiter.log.error_log, os.environ.get("LOG_LEVEL", "INFO"))
     check_configuration(arbiter.log)
-    from ..observability.metrics import prepare_directory
+    from ..observability.metrics_files import prepare_directory
 
     # counts restart with the server, as every Prometheus counter may
     prepare_directory(share_metrics_dir())

@@ -99,6 +99,15 @@ def test_random_requests_under_the_cap(server: tuple[GunicornServer, int],
     assert sum(series(metrics, "flask_predict_lazy_evictions_total")) > 0
     assert max(series(metrics, "flask_predict_lazy_models")) <= HELD + 2
     assert sum(series(metrics, "flask_predict_lazy_misses_total")) >= len(answers)
+    # an evicted model's series leave its worker's memory, its counts stay in the shared
+    # files: each model's three requests are all counted, across workers and evictions
+    time.sleep(2.5)  # each worker writes its counts once a second
+    _, _, text = request("GET", running.url + "/metrics")
+    counted: Counter[str] = Counter()
+    for found in re.finditer(r'^flask_predict_requests_total\{code="200",model="([^"]+)",'
+                             r'.*\} ([0-9.e+]+)$', text.decode(), re.M):
+        counted[found.group(1)] += int(float(found.group(2)))
+    assert {name: counted[name] for name in answers} == {name: 3 for name in answers}
 
 
 def test_concurrent_first_requests_load_once_per_worker(

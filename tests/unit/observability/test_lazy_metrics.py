@@ -45,5 +45,20 @@ def test_metrics_and_status_page_show_the_tier(make_app: AppFactory, tmp_path: P
         assert sample(text, "flask_predict_lazy_models") == sum(
             state == "AVAILABLE" for state in states.values())
         assert "Lazy tier" in client.get("/status/").get_data(as_text=True)
+        # an unloaded (or evicted) model's series leave this process with it (under
+        # gunicorn they stay in the shared files: tests/e2e/test_many_models_gunicorn.py)
+        assert client.post("/v2/repository/models/m2/unload").status_code == 200
+        text = client.get("/metrics").get_data(as_text=True)
+        labelled = [line for line in text.splitlines() if not line.startswith("#")]
+        for name in ("m1", "m3"):
+            assert any(f'model="{name}"' in line for line in labelled)
+            assert any(f'model_name="{name}"' in line for line in labelled)
+        assert not any('"m2"' in line for line in labelled)
+        assert client.post("/v2/repository/models/m2/load").status_code == 200
+        assert client.post("/v2/models/m2/infer", json=INFER).status_code == 200
+        text = client.get("/metrics").get_data(as_text=True)
+        again = [line for line in text.splitlines()
+                 if line.startswith('flask_predict_requests_total{code="200",model="m2"')]
+        assert [float(line.rsplit(" ", 1)[1]) for line in again] == [1.0]  # counted anew
     finally:
         close_app(app)
