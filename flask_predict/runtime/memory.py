@@ -15,8 +15,9 @@ glibc's own ``MALLOC_MMAP_THRESHOLD_`` and ``MALLOC_TRIM_THRESHOLD_`` (or the
 ``glibc.malloc`` tunables), when set, win.
 
 A large JSON body becomes millions of small Python objects, freed in the middle of the heap
-as much as at its top, where no threshold returns them: after a request whose body was at
-least :data:`RELEASE_AFTER_BYTES` long, :func:`release` asks glibc to return all free
+as much as at its top, where no threshold returns them (and so does a ``/metrics`` scrape
+of thousands of series): after a request whose body or answer was at least
+:data:`RELEASE_AFTER_BYTES` long, :func:`release` asks glibc to return all free
 memory (``malloc_trim(0)``). It runs in gunicorn's ``post_request`` hook, after the response
 went out. An app that embeds the extension keeps its process as it was unless it calls
 these itself (or sets ``PREDICT_MANAGE_PROCESS`` for the thresholds). Elsewhere than glibc
@@ -34,7 +35,8 @@ from typing import Any, MutableMapping
 logger = logging.getLogger(__name__)
 
 RELEASE_AFTER_BYTES = 4 * 1024 * 1024
-"""Bodies (as inflated) at least this long mark their request for :func:`release`."""
+"""Bodies (as inflated) or answers at least this long mark their request for
+:func:`release`."""
 ENVIRON_KEY = "flask_predict.release_memory"
 MMAP_THRESHOLD_BYTES = RELEASE_AFTER_BYTES
 """Blocks this large or larger get a mapping of their own, unmapped when freed: a large
@@ -52,8 +54,9 @@ THRESHOLDS = ((M_MMAP_THRESHOLD, MMAP_THRESHOLD_BYTES, "MALLOC_MMAP_THRESHOLD_",
 """Each threshold: its parameter, its value here, and how an operator sets it for glibc."""
 
 
-def note_request_size(environ: MutableMapping[str, Any], size: int) -> None:
-    """Mark the request for :func:`release` when its body was *size* bytes or more."""
+def note_size(environ: MutableMapping[str, Any], size: int) -> None:
+    """Mark the request for :func:`release` when its body, or its answer (a scrape of a
+    server with thousands of series), was *size* bytes or more."""
     if size >= RELEASE_AFTER_BYTES:
         environ[ENVIRON_KEY] = True
 

@@ -13,13 +13,14 @@ from __future__ import annotations
 
 from typing import Callable, Iterable, Iterator
 
-from flask import Blueprint, Flask, Response
+from flask import Blueprint, Flask, Response, request
 from flask.blueprints import BlueprintSetupState
 from flask.globals import _cv_request
 from flask.typing import ResponseReturnValue
 
 from . import auth
 from ..request.record import ADMIN_VERB, PROBE_VERB, RequestRecord, current_request
+from ..runtime import memory
 from ..core.state import EXTENSION_KEY, PredictState
 from ..request.descriptor import Protocol
 from ..request.protocol_table import descriptors
@@ -146,6 +147,7 @@ def metrics_view() -> ResponseReturnValue:
     state = get_state()
     assert state.metrics is not None
     body, content_type = state.metrics.exposition()
+    memory.note_size(request.environ, len(body))  # its garbage is given back after
     return Response(body, content_type=content_type)
 
 

@@ -59,7 +59,7 @@ def read_body(state: PredictState) -> bytes:
     encoding = environ.get("HTTP_CONTENT_ENCODING")
     if encoding is not None:
         body = inflate(body, encoding, limit, settings.limits.max_inflate_ratio)
-    memory.note_request_size(environ, len(body))
+    memory.note_size(environ, len(body))
     return body
 
 

@@ -97,9 +97,9 @@ def test_the_operators_glibc_settings_win() -> None:
 
 def test_release_after_large_bodies_only() -> None:
     environ: dict[str, Any] = {}
-    memory.note_request_size(environ, memory.RELEASE_AFTER_BYTES - 1)
+    memory.note_size(environ, memory.RELEASE_AFTER_BYTES - 1)
     assert memory.release(environ) is False
-    memory.note_request_size(environ, memory.RELEASE_AFTER_BYTES)
+    memory.note_size(environ, memory.RELEASE_AFTER_BYTES)
     assert memory.ENVIRON_KEY in environ
     memory.release(environ)
     assert memory.ENVIRON_KEY not in environ

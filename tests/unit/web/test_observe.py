@@ -10,6 +10,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from flask import Response, request
 from flask.testing import FlaskClient
 from prometheus_client.parser import text_string_to_metric_families
 
@@ -217,9 +218,10 @@ def test_metrics_buckets_and_in_flight_count_exactly(monkeypatch: pytest.MonkeyP
     from prometheus_client import CollectorRegistry, Histogram
 
     from flask_predict.observability import metrics as metrics_module
+    from flask_predict.observability.metrics_files import MULTIPROC_VARIABLE
     from flask_predict.request.record import RequestRecord
 
-    monkeypatch.delenv(metrics_module.MULTIPROC_VARIABLE, raising=False)
+    monkeypatch.delenv(MULTIPROC_VARIABLE, raising=False)
     metrics = metrics_module.Metrics()
     try:
         reference = Histogram("ref", "", buckets=metrics_module.LATENCY_BUCKETS,
@@ -269,3 +271,32 @@ def test_probes_are_counted_but_not_access_logged_unless_asked(
     for path in probes:
         asked.get(path)
     assert [line.split(" path=")[1].split(" ")[0] for line in access_lines(caplog)] == probes
+
+
+def test_a_large_scrape_gives_its_memory_back_after(make_app: AppFactory) -> None:
+    """A scrape of thousands of series leaves millions of freed objects in the heap: its
+    request is marked for the trim that runs once the answer went out (as a large body's)."""
+    from flask_predict.core.state import EXTENSION_KEY
+    from flask_predict.extension import close_app
+    from flask_predict.request.record import RequestRecord
+    from flask_predict.runtime import memory
+    from flask_predict.web.observe import metrics_view
+
+    app = make_app({}, metrics_path="/metrics")
+    try:
+        def scrape() -> tuple[int, bool]:
+            with app.test_request_context("/metrics"):
+                body = metrics_view()
+                assert isinstance(body, Response)
+                return len(body.get_data()), memory.ENVIRON_KEY in request.environ
+
+        assert scrape()[1] is False
+        metrics = app.extensions[EXTENSION_KEY].metrics
+        for n in range(600):  # some 11 KB of series each
+            record = RequestRecord("tfserving", "predict", "id", False, 100)
+            record.model, record.version = f"m{n:04}", "1"
+            metrics.finished(record, 200, 50, record.started + 0.001)
+        size, marked = scrape()
+        assert size >= memory.RELEASE_AFTER_BYTES and marked
+    finally:
+        close_app(app)
