@@ -37,6 +37,7 @@ from ..types import ModelSpec
 from .added_models import AddedModels, inside, valid_name
 from .loading import load_version
 from .plugins import plugin_for
+from .root_folders import RootFolders
 from .served import FAILED_TO_LOAD, LoadedVersion, ServedModel, VersionStatus, close_predictor
 from .shared_state import NameSet
 from .startup import cause_of
@@ -94,6 +95,7 @@ class LazyTier:
         """Models added by name and folder (SageMaker's ``POST /models``), every worker's."""
         self._lookup, self._listener, self._events = lookup, listener, events
         self._warm, self._measure, self._clock = warm, measure, clock
+        self._folders = RootFolders(self.root, clock)
         self._lock = threading.Lock()
         self._load_lock = threading.Lock()  # one load at a time: each one's growth is its own
         self._held: OrderedDict[str, _Held] = OrderedDict()  # least recently used first
@@ -118,20 +120,16 @@ class LazyTier:
         return held.served if held is not None else None
 
     def exists(self, name: str) -> bool:
-        """Whether the root has a folder *name* (a remote root: whether one was mirrored)."""
-        return valid_name(name) and os.path.isdir(self._folder(name, fetch=False))
+        """Whether the root has a folder *name* (a remote root: one mirrored here, or that
+        its last listing saw)."""
+        return valid_name(name) and (os.path.isdir(self._folder(name, fetch=False)) or (
+            is_remote(self.root) and name in self._folders.names()))
 
     def names(self) -> list[str]:
-        """Every model of the root this worker knows of: the local root's folders (a remote
-        root's mirrored ones) and the ones it holds."""
+        """Every model of the root this worker knows of: the root's folders (a remote root's
+        as last listed, :mod:`.root_folders`), the ones added and the ones it holds."""
         found = set(self._held) | set(self.added.read() if self.added is not None else ())
-        if not is_remote(self.root):
-            try:
-                with os.scandir(self.root) as entries:
-                    found.update(e.name for e in entries if e.is_dir() and valid_name(e.name))
-            except OSError:
-                pass
-        return sorted(found)
+        return sorted(found | self._folders.names())
 
     def entries(self) -> list[TierEntry]:
         """Every model of :meth:`names` with its state here."""

@@ -9,7 +9,8 @@ first sync of each remote path before the first load, each on its own thread, an
 which stores could not be read; :func:`resolve` does one, here; :func:`poll`, on every
 poll of the watcher, brings each mirror in line with its store, each on its own thread
 (:func:`refresh` does one, here). All download only the versions the model's policy
-chooses (a *choose* function).
+chooses (a *choose* function). :func:`folders` lists the folders under a remote path (a
+lazy root's models).
 """
 
 from __future__ import annotations
@@ -28,8 +29,8 @@ from .polls import poll_mirrors
 from .store import StorageError, Store
 from .uri import RemoteUri, is_remote, parse_uri
 
-__all__ = ["Choice", "StorageError", "cache_root", "fetch", "is_remote", "local_path",
-           "parse_uri", "poll", "refresh", "resolve", "shown"]
+__all__ = ["Choice", "StorageError", "cache_root", "fetch", "folders", "is_remote",
+           "local_path", "parse_uri", "poll", "refresh", "resolve", "shown"]
 
 logger = logging.getLogger(__name__)
 
@@ -126,6 +127,13 @@ def refresh(base_path: str, poll_seconds: float, choose: Choice | None = None) -
     except Exception:
         logger.exception("flask_predict: syncing %s failed; the versions cached stay",
                          mirror.uri)
+
+
+def folders(path: str) -> list[str]:
+    """The names of the folders directly under remote path *path* (a lazy root's models),
+    asked of its store now; a :class:`StorageError` naming the URI and the cause when it
+    cannot be listed."""
+    return open_store(parse_uri(path)).folders()
 
 
 def shown(text: str) -> str:

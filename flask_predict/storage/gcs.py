@@ -8,7 +8,7 @@ from __future__ import annotations
 import base64
 from typing import IO, Any, BinaryIO
 
-from .store import CONNECT_SECONDS, READ_SECONDS, StorageError, StoredObject
+from .store import CONNECT_SECONDS, READ_SECONDS, StorageError, StoredObject, folder_names
 from .uri import RemoteUri
 
 TIMEOUT = (CONNECT_SECONDS, READ_SECONDS)
@@ -30,6 +30,18 @@ class GcsStore:
             self._bucket = storage.Client().bucket(uri.bucket)
         except Exception as exc:
             raise StorageError(f"{uri}: {_cause(exc)}") from None
+
+    def folders(self) -> list[str]:
+        prefix = self.uri.key("")
+        try:
+            listing = self._bucket.list_blobs(prefix=prefix, delimiter="/", retry=None,
+                                              timeout=TIMEOUT)
+            for _ in listing.pages:  # the prefixes are gathered page by page
+                pass
+            found = [str(folder) for folder in listing.prefixes]
+        except Exception as exc:
+            raise StorageError(f"{self.uri}: cannot list: {_cause(exc)}") from None
+        return folder_names(found, prefix)
 
     def list(self) -> list[StoredObject]:
         prefix = self.uri.key("")

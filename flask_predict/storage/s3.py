@@ -7,7 +7,8 @@ from __future__ import annotations
 
 from typing import IO, Any, BinaryIO
 
-from .store import CONNECT_SECONDS, READ_SECONDS, TRIES, StorageError, StoredObject
+from .store import (CONNECT_SECONDS, READ_SECONDS, TRIES, StorageError, StoredObject,
+                    folder_names)
 from .uri import RemoteUri
 
 NOT_MD5 = ("aws:kms", "aws:kms:dsse")
@@ -31,6 +32,18 @@ class S3Store:
             self._client: Any = boto3.session.Session().client("s3", config=config)
         except Exception as exc:
             raise StorageError(f"{uri}: {_cause(exc)}") from None
+
+    def folders(self) -> list[str]:
+        prefix = self.uri.key("")
+        found = []
+        try:
+            pages = self._client.get_paginator("list_objects_v2").paginate(
+                Bucket=self.uri.bucket, Prefix=prefix, Delimiter="/")
+            for page in pages:
+                found += [str(entry["Prefix"]) for entry in page.get("CommonPrefixes", ())]
+        except Exception as exc:
+            raise StorageError(f"{self.uri}: cannot list: {_cause(exc)}") from None
+        return folder_names(found, prefix)
 
     def list(self) -> list[StoredObject]:
         prefix = self.uri.key("")

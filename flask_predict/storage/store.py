@@ -1,5 +1,6 @@
-"""What the cache asks of an object store: list the objects under a prefix, download one.
-:mod:`.gcs` and :mod:`.s3` implement it with each platform's own client."""
+"""What the cache asks of an object store: list the objects under a prefix, download one
+(and what a lazy root asks: the folders under it). :mod:`.gcs` and :mod:`.s3` implement it
+with each platform's own client."""
 
 from __future__ import annotations
 
@@ -49,6 +50,12 @@ class Store(Protocol):
 
     uri: RemoteUri
 
+    # folders() comes before list(), which would hide the builtin from its annotation
+    def folders(self) -> list[str]:
+        """The names of the "folders" directly under the prefix (the first part of each key
+        that has more, as ``/`` delimits them), sorted; ``StorageError`` when the store
+        cannot say."""
+
     def list(self) -> list[StoredObject]:
         """Every object under the prefix; ``StorageError`` when the store cannot say."""
 
@@ -61,6 +68,12 @@ class Store(Protocol):
         """Write *source*'s bytes (from its position) as the object *name* under the prefix,
         replacing any; the object appears whole or not at all. ``StorageError`` when it
         cannot be written."""
+
+
+def folder_names(prefixes: list[str], prefix: str) -> list[str]:
+    """The folder names of a delimited listing's common *prefixes* under *prefix*
+    (``root/m1/`` under ``root/``: ``m1``), sorted, the empty one left out."""
+    return sorted({name for folder in prefixes if (name := folder[len(prefix):].strip("/"))})
 
 
 def verify(uri: RemoteUri, item: StoredObject, path: str, digest_known: bool) -> None:

@@ -12,11 +12,13 @@ import numpy as np
 import pytest
 
 from flask_predict.errors import FailedPrecondition, ModelNotFound, ModelTooLarge
-from flask_predict.models.lazy import LazyTier, files_bytes, valid_name
+from flask_predict.models.added_models import valid_name
+from flask_predict.models.lazy import LazyTier
 from flask_predict.models.plugins import load_predictor_class
 from flask_predict.models.repository import ModelRepository
 from flask_predict.models.shared_state import StateDir
 from flask_predict.settings.lazy import LazySettings
+from flask_predict.storage.artifacts import files_bytes
 from flask_predict.types import ModelSpec
 from tests.lazy_models import linear_answer, train_booster, train_linear
 
@@ -189,6 +191,15 @@ def test_names_outside_the_root_are_no_model(root: Path, name: str) -> None:
     with pytest.raises(ModelNotFound):
         lazy.model(name)
     assert lazy.loads == 0
+
+
+def test_a_local_roots_folders_are_read_on_every_call(root: Path) -> None:
+    lazy = tier(root, clock=lambda: 0.0)
+    assert lazy.names() == [f"m{seed}" for seed in range(1, 7)]
+    train_linear(root / "late", 7)
+    (root / ".copying").mkdir()
+    assert "late" in lazy.names() and lazy.exists("late")  # no listing to wait for
+    assert ".copying" not in lazy.names() and not lazy.exists(".copying")
 
 
 def test_unknown_folder_is_not_found(root: Path) -> None:
