@@ -27,7 +27,7 @@ from ..errors import (InvalidInput, ModelNotFound, ModelNotReady, PredictError, 
 from ..explanation import Explanation, checked
 from ..models.control import IndexEntry, ModelControl
 from .calls import call_by, held_call, streamed_items
-from ..models.lazy import TierEntry
+from ..models.lazy_types import TierEntry
 from ..models.repository import ModelRepository
 from ..models.served import LoadedVersion, ServedModel
 from ..models.shared_state import StateDir

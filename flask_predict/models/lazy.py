@@ -2,15 +2,12 @@
 first time a request names it and evicted, least recently used first, when the tier's
 resident memory would pass its cap (docs/many-models.md).
 
-The configured models are the repository's and stay pinned; this tier only holds what its
-root holds. A model's size is what its load grew the process's resident memory by (at least
-its files' size: a load that reuses freed heap grows nothing), measured with loads made one
-at a time; a plugin's first load in a process is made twice, the first paying what the
-framework allocates once (lazy imports, thread pools). A request for a model being loaded
-waits for that one load (never two loads of one model in a process), at most until its
-deadline. A load that fails answers its failure until ``retry_seconds`` have passed. A name
-is looked up in the root, never made into a path outside it: empty, hidden, ``..`` or
-slashed names are no model.
+Configured models stay the repository's, pinned. A model's size is its load's resident
+growth (at least its files' size), loads made one at a time; a plugin's first load in a
+process is made twice, the first paying the framework's one-time costs. A request for a
+model being loaded waits for that one load, at most until its deadline; a failed load
+answers its failure for ``retry_seconds``. Names are looked up in the root, never made
+into a path outside it.
 """
 
 from __future__ import annotations
@@ -39,6 +36,7 @@ from .loading import load_version
 from .plugins import plugin_for
 from .root_folders import RootFolders
 from .served import FAILED_TO_LOAD, LoadedVersion, ServedModel, VersionStatus, close_predictor
+from .lazy_types import Events, Listener, TierEntry
 from .shared_state import NameSet
 from .startup import cause_of
 from .warmup import warm_up
@@ -46,28 +44,8 @@ from .warmup import warm_up
 logger = logging.getLogger(__name__)
 
 Lookup = Callable[[str], "type[Predictor]"]
-Listener = Callable[[str, str, int, float], None]
-"""``(event, model, version, seconds)``: ``"loaded"``, ``"failed"``, ``"unloaded"`` (as the
-repository tells the metrics), then ``"evicted"`` (no longer held here)."""
-Events = Callable[[str, float], None]
-"""``(event, value)``: ``"hit"``, ``"miss"``, ``"evicted"`` (value 1), ``"load"`` (its
-seconds), ``"models"`` and ``"bytes"`` (what the tier holds now)."""
-
-
 _looked_up: ContextVar[tuple[object, str] | None] = ContextVar("lazy_looked_up", default=None)
 """The request and model of this thread's last lookup: its hit or miss is counted once."""
-
-
-@dataclass(frozen=True)
-class TierEntry:
-    """One model of the tier as the indexes list it."""
-
-    name: str
-    state: str
-    """``AVAILABLE`` (loaded here), ``LOADING``, ``UNAVAILABLE`` (on disk, not loaded) or
-    ``END`` (its last load failed)."""
-    reason: str
-    bytes: int = 0
 
 
 @dataclass
@@ -301,12 +279,13 @@ class LazyTier:
                     close_predictor(load_version(cls, path, {}), name, version)
                     self._primed.add(cls)
                 self._make_room(self._sizes.get(name, 0))
-                before = self._measure()
-                predictor = load_version(cls, path, {})
-                loaded = LoadedVersion(spec, version, predictor, predictor.metadata(), path)
-                if self._warm:
-                    warm_up(predictor, path)
-                size = max(self._measure() - before, files_bytes(path))
+                loaded, size = self._measured(spec, version, cls, path)
+                predictor = loaded.predictor
+                if size > self.max_bytes:  # the heap regrowing after a trim, or the model?
+                    close_predictor(predictor, name, version)
+                    predictor = None
+                    loaded, again = self._measured(spec, version, cls, path)
+                    predictor, size = loaded.predictor, min(size, again)
         except Exception as exc:
             if predictor is not None:
                 close_predictor(predictor, name, version)
@@ -334,6 +313,20 @@ class LazyTier:
                     "holds %d models, %d bytes)", name, version, seconds, size,
                     len(self._held), self.held_bytes)
         return served
+
+    def _measured(self, spec: ModelSpec, version: int, cls: type[Predictor], path: str
+                  ) -> tuple[LoadedVersion, int]:
+        """A load and warm-up of *path*, and its resident growth (at least its files)."""
+        before = self._measure()
+        predictor = load_version(cls, path, {})
+        loaded = LoadedVersion(spec, version, predictor, predictor.metadata(), path)
+        try:
+            if self._warm:
+                warm_up(predictor, path)
+        except Exception:
+            close_predictor(predictor, spec.name, version)
+            raise
+        return loaded, max(self._measure() - before, files_bytes(path))
 
     def _folder(self, name: str, fetch: bool) -> str:
         """The local folder of model *name* (a remote root's mirror, synced when *fetch*)."""

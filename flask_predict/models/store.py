@@ -9,7 +9,8 @@ from typing import Any, Callable
 from ..settings.lazy import LazySettings
 from ..types import ModelSpec
 from .added_models import ADDED_MODELS, AddedModels
-from .lazy import Events, LazyTier
+from .lazy import LazyTier
+from .lazy_types import Events
 from .shared_state import StateDir
 from .repository import LoadListener, Loader, ModelRepository, PredictorLookup, SharedVersion
 from .served import Shelf

@@ -113,6 +113,22 @@ def test_a_model_bigger_than_the_cap_is_refused(root: Path) -> None:
     assert lazy.held() == []
 
 
+def test_a_growth_past_the_cap_is_measured_again_before_a_refusal(root: Path) -> None:
+    """A load's first reading can hold the heap growing back after a trim (a scrape's):
+    one past the cap is loaded and measured once more, and the smaller reading counts."""
+    readings = iter([0, 10**9, 0, 0])  # before and after the first load, then the second
+    lazy = LazyTier(LazySettings(str(root), 3 * one_size(root), 30.0), load_predictor_class,
+                    measure=lambda: next(readings))
+    assert answer(lazy, "m1") == linear_answer(1, ROW)
+    assert lazy.held() == [("m1", one_size(root))]
+    growing = iter([0, 10**9, 0, 10**9])  # a model that really is that large: refused
+    big = LazyTier(LazySettings(str(root), 3 * one_size(root), 30.0), load_predictor_class,
+                   measure=lambda: next(growing, 0))
+    with pytest.raises(ModelTooLarge, match="needs 1000000000 bytes"):
+        big.model("m2")
+    assert big.held() == []
+
+
 def test_configured_models_stay_pinned(root: Path, tmp_path_factory: pytest.TempPathFactory
                                        ) -> None:
     pinned = train_linear(tmp_path_factory.mktemp("pinned") / "m1", 9)
