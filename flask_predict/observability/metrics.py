@@ -27,6 +27,7 @@ from prometheus_client.metrics_core import Metric
 
 from ..request.record import INFERENCE_VERBS, RequestRecord
 from .metrics_files import MULTIPROC_VARIABLE, use_multiprocess_values
+from .scrape import exposition_in_child
 from .traffic import Snapshot
 
 INF = math.inf
@@ -98,9 +99,8 @@ class Metrics:
 
     A request is counted in memory (a few additions under a lock); a thread writes the
     counts to the registry once a second (:data:`FLUSH_SECONDS`), and so does every read of
-    this process's registry. Writing each request's dozen values to the memory-mapped
-    files as it ends (a lock, a ``getpid`` and a write each) would cost more than the rest
-    of a one-row request's bookkeeping together. So other workers' pages may miss up to a
+    this process's registry: writing each request's dozen values to the memory-mapped files
+    as it ends would cost more than the rest of a one-row request's bookkeeping together. So other workers' pages may miss up to a
     second of this worker's requests, the in-flight gauge is up to a second old, and a
     worker killed with SIGKILL loses at most its last second of counts.
     """
@@ -296,12 +296,10 @@ class Metrics:
             self.forget(*labels)
 
     def forget(self, model: str, version: str) -> None:
-        """Drop this process's series of a version evicted from the lazy tier, once its counts
-        are written: a worker holds the series of the models it holds, not of every one it
-        ever served. Under gunicorn the values stay in the shared files (a scrape still sums
-        them; they go on if the model comes back); in one process they leave with the
-        model, as Triton's per-model series do."""
-        if self.directory:  # prometheus_client keeps every value it made, removed or not
+        """Drop the series of a version evicted from the lazy tier, in one process, as Triton
+        drops an unloaded model's. Not under gunicorn: prometheus_client's multiprocess mode
+        keeps every value it made, removed or not, and the counts go on in the files."""
+        if self.directory:
             return
         with self._writing:
             self._flush()
@@ -330,7 +328,8 @@ class Metrics:
     def exposition(self) -> tuple[bytes, str]:
         """The Prometheus text format of every series, and its content type."""
         self.flush()
-        return generate_latest(self.registry), CONTENT_TYPE_LATEST
+        scrape = exposition_in_child if self.directory else generate_latest  # .scrape's why
+        return scrape(self.registry), CONTENT_TYPE_LATEST
 
     def families(self) -> list[Metric]:
         """Every series now, summed over every worker (what the statistics read)."""
