@@ -3,24 +3,29 @@
 A lazy root (``PREDICT_LAZY_ROOT``) of 1,000 models trained here, 800 scikit-learn
 decision trees and 200 XGBoost boosters, served by ``gunicorn -c gunicorn.conf.py wsgi:app``
 with 4 sync workers and a cap (``PREDICT_LAZY_MAX_BYTES``) of 100 times their mean size per
-worker, beside one configured (pinned) tree, the baseline. Three phases:
+worker, beside two configured (pinned) models, a tree and a booster: the baselines, each
+compared with the lazy models of its kind. Three phases:
 
 * **cold**: one request each to 200 models never asked before (each a load in the worker
-  that gets it): p50 and p99 against the configured model's, asked in between;
+  that gets it): p50 and p99 against the configured model of its kind, asked in between;
 * **Zipf**: ``--seconds`` of requests from ``--clients`` threads, each for a model drawn
-  from a Zipf distribution over the 1,000 (exponent ``--zipf``), every tenth for the
-  configured model: the hit rate (the server's ``flask_predict_lazy_hits`` against its
-  misses, this phase only), p50/p99 of the 20 hottest models (hits once warm) against the
-  configured model's, and every answer's status (5xx counted);
-* **memory**: every 5 s of the Zipf phase, each worker's resident memory and the bytes its
-  lazy tier holds (``flask_predict_lazy_bytes``).
+  from a Zipf distribution over the 1,000 (exponent ``--zipf``), every tenth replaced by
+  the configured model of the kind drawn: the hit rate (the server's
+  ``flask_predict_lazy_hits`` against its misses, this phase only), p50/p99 of the
+  :data:`HITS` hottest models (hits) and of the 20 hottest against the configured model's,
+  and every answer's status (5xx and 4xx counted);
+* **memory**: every ``--scrape`` seconds of the Zipf phase, each worker's heap
+  (``RssAnon``) and mapped files (``RssFile``), and the bytes its lazy tier holds
+  (``flask_predict_lazy_bytes``, read from ``/metrics`` as Prometheus would).
 
-    .venv/bin/python benchmarks/many_models.py [--seconds 60] [--clients 8] [--zipf 1.1]
+    .venv/bin/python benchmarks/many_models.py [--seconds 600] [--clients 8] [--zipf 1.1]
+        [--scrape 15]
 """
 
 from __future__ import annotations
 
 import argparse
+import itertools
 import json
 import os
 import random
@@ -42,11 +47,22 @@ import numpy as np
 
 ROOT = Path(__file__).resolve().parent.parent
 MODELS, BOOSTERS, WORKERS, HOLD = 1000, 200, 4, 100
+HITS = 5
+"""The hottest models, asked so often in every worker that the tier always holds them: their
+requests are hits (the 20 hottest, also shown, are sometimes evicted between two requests
+in a worker, at a miss rate near one half, and then loaded again)."""
+PINNED = ("pinned_tree", "pinned_booster")
+"""The configured models, one of each kind of the root's: a hit is compared with its kind's."""
 ROW = [[0.1, -0.2, 0.3]]
 
 
+def is_booster(name: str) -> bool:
+    return name == "pinned_booster" or (name.startswith("m")
+                                        and int(name[1:]) % (MODELS // BOOSTERS) == 0)
+
+
 def train(folder: Path) -> Path:
-    """The 1,000 models of the root and the configured one; returns the root."""
+    """The 1,000 models of the root and the configured ones; returns the root."""
     import joblib
     import xgboost as xgb
     from sklearn.tree import DecisionTreeRegressor
@@ -65,11 +81,17 @@ def train(folder: Path) -> Path:
             joblib.dump(DecisionTreeRegressor(random_state=0).fit(x, y),
                         version / "model.joblib")
     rng = np.random.default_rng(10**6)
-    pinned = folder / "pinned" / "1"
-    pinned.mkdir(parents=True)
-    joblib.dump(DecisionTreeRegressor(random_state=0).fit(rng.normal(size=(300, 3)),
-                                                          rng.normal(size=300)),
-                pinned / "model.joblib")
+    x, y = rng.normal(size=(300, 3)), rng.normal(size=300)
+    for kind in PINNED:
+        pinned = folder / kind / "1"
+        pinned.mkdir(parents=True)
+        if kind == "pinned_booster":
+            xgb.train({"objective": "reg:squarederror", "max_depth": 4, "nthread": 1},
+                      xgb.DMatrix(x, label=y), num_boost_round=10).save_model(
+                pinned / "model.json")
+        else:
+            joblib.dump(DecisionTreeRegressor(random_state=0).fit(x, y),
+                        pinned / "model.joblib")
     return root
 
 
@@ -100,9 +122,12 @@ def metric(base: str, name: str) -> list[float]:
             if re.match(rf"{name}(\{{| )", line)]
 
 
-def rss(pid: int) -> int:
-    with open(f"/proc/{pid}/statm") as statm:
-        return int(statm.read().split()[1]) * os.sysconf("SC_PAGE_SIZE")
+def rss(pid: int) -> tuple[int, int]:
+    """A process's resident memory: its heap and other private pages (``RssAnon``), and
+    its mapped files' (``RssFile``, the metrics' shared files among them), in bytes."""
+    with open(f"/proc/{pid}/status") as status:
+        fields = dict(line.split(":", 1) for line in status if line.startswith("Rss"))
+    return (int(fields["RssAnon"].split()[0]) * 1024, int(fields["RssFile"].split()[0]) * 1024)
 
 
 def workers(master: int) -> list[int]:
@@ -128,6 +153,8 @@ def main() -> None:
     parser.add_argument("--seconds", type=float, default=60)
     parser.add_argument("--clients", type=int, default=8)
     parser.add_argument("--zipf", type=float, default=1.1)
+    parser.add_argument("--scrape", type=float, default=15.0,
+                        help="seconds between two reads of /metrics and of memory")
     args = parser.parse_args()
     work = Path(tempfile.mkdtemp(prefix="many-models-"))
     try:
@@ -148,7 +175,8 @@ def run(work: Path, args: argparse.Namespace) -> None:
         port = sock.getsockname()[1]
     base = f"http://127.0.0.1:{port}"
     env = {k: v for k, v in os.environ.items() if not k.startswith("FLASK_PREDICT_")}
-    env.update({"FLASK_PREDICT_MODELS": json.dumps({"pinned": {"base_path": str(work / "pinned")}}),
+    pinned = {kind: {"base_path": str(work / kind)} for kind in PINNED}
+    env.update({"FLASK_PREDICT_MODELS": json.dumps(pinned),
                 "FLASK_PREDICT_LAZY_ROOT": str(root), "FLASK_PREDICT_LAZY_MAX_BYTES": str(cap),
                 "FLASK_PREDICT_METRICS_PATH": "/metrics", "FLASK_PREDICT_ACCESS_LOG": "",
                 "WEB_CONCURRENCY": str(WORKERS)})
@@ -157,7 +185,7 @@ def run(work: Path, args: argparse.Namespace) -> None:
                               stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     try:
         deadline = time.monotonic() + 120
-        while post(base + "/v1/models/pinned:predict")[0] != 200:
+        while post(base + "/v1/models/pinned_tree:predict")[0] != 200:
             if time.monotonic() > deadline:
                 raise SystemExit("the server did not start")
             time.sleep(0.5)
@@ -171,20 +199,23 @@ def measure(base: str, master: int, args: argparse.Namespace) -> None:
     names = [f"m{n:04}" for n in range(MODELS)]
     order = names[:]
     random.Random(1).shuffle(order)
-    cold, pinned = [], []
+    cold: dict[bool, list[float]] = {False: [], True: []}
+    pinned: dict[bool, list[float]] = {False: [], True: []}
     for name in order[:200]:  # never asked before: a load wherever it lands
         status, seconds = post(f"{base}/v1/models/{name}:predict")
         assert status == 200, (name, status)
-        cold.append(seconds)
-        pinned.append(post(f"{base}/v1/models/pinned:predict")[1])
-    print(f"cold loads: p50 {pct(cold, .5):.2f} ms, p99 {pct(cold, .99):.2f} ms; configured "
-          f"model between them: p50 {pct(pinned, .5):.2f} ms, p99 {pct(pinned, .99):.2f} ms")
+        booster = is_booster(name)
+        cold[booster].append(seconds)
+        pinned[booster].append(post(f"{base}/v1/models/{PINNED[booster]}:predict")[1])
+    for booster, kind in ((False, "trees"), (True, "boosters")):
+        print(f"cold loads of {kind}: p50 {pct(cold[booster], .5):.2f} ms, p99 "
+              f"{pct(cold[booster], .99):.2f} ms; its configured kind between them: p50 "
+              f"{pct(pinned[booster], .5):.2f} ms, p99 {pct(pinned[booster], .99):.2f} ms")
 
     ranks = np.arange(1, MODELS + 1, dtype=float) ** -args.zipf
     weights = ranks / ranks.sum()
     zipf_order = names[:]
     random.Random(2).shuffle(zipf_order)  # which model is hot is not its name's order
-    hot = set(zipf_order[:20])
     hits0 = sum(metric(base, "flask_predict_lazy_hits_total"))
     misses0 = sum(metric(base, "flask_predict_lazy_misses_total"))
     results: list[tuple[str, int, float]] = []
@@ -196,7 +227,9 @@ def measure(base: str, master: int, args: argparse.Namespace) -> None:
         count = 0
         while time.monotonic() < stop:
             count += 1
-            name = "pinned" if count % 10 == 0 else zipf_order[rng.choice(MODELS, p=weights)]
+            name = zipf_order[rng.choice(MODELS, p=weights)]
+            if count % 10 == 0:  # the configured model of the kind drawn
+                name = PINNED[is_booster(name)]
             status, seconds = post(f"{base}/v1/models/{name}:predict")
             with lock:
                 results.append((name, status, seconds))
@@ -204,32 +237,41 @@ def measure(base: str, master: int, args: argparse.Namespace) -> None:
     threads = [threading.Thread(target=client, args=(n,)) for n in range(args.clients)]
     for thread in threads:
         thread.start()
-    memory: list[tuple[float, list[int], list[float]]] = []
+    memory: list[tuple[float, list[tuple[int, int]], list[float]]] = []
     began = time.monotonic()
     while any(thread.is_alive() for thread in threads):
         pids = workers(master)
         memory.append((time.monotonic() - began, [rss(pid) for pid in pids],
                        metric(base, "flask_predict_lazy_bytes")))
-        time.sleep(5)
+        time.sleep(args.scrape)
     for thread in threads:
         thread.join()
     hits = sum(metric(base, "flask_predict_lazy_hits_total")) - hits0
     misses = sum(metric(base, "flask_predict_lazy_misses_total")) - misses0
     warm = results[len(results) // 5:]  # past the first fifth: the hot set is loaded
-    hot_times = [s for name, _, s in warm if name in hot]
-    pinned_times = [s for name, _, s in warm if name == "pinned"]
     errors = sum(1 for _, status, _ in results if status >= 500 or status == 0)
+    refused = sum(1 for _, status, _ in results if 400 <= status < 500)
     print(f"Zipf {args.zipf}, {args.seconds:.0f} s, {args.clients} clients: {len(results)} "
-          f"requests ({len(results) / args.seconds:.0f}/s), {errors} 5xx or unanswered; "
+          f"requests ({len(results) / args.seconds:.0f}/s), {errors} 5xx or unanswered, "
+          f"{refused} 4xx; "
           f"hit rate {hits / max(1, hits + misses):.3f} ({hits:.0f} hits, {misses:.0f} misses)")
-    print(f"hot models (hits): p50 {pct(hot_times, .5):.2f} ms, p99 {pct(hot_times, .99):.2f}"
-          f" ms; configured: p50 {pct(pinned_times, .5):.2f} ms, p99 "
-          f"{pct(pinned_times, .99):.2f} ms; p99 ratio "
-          f"{pct(hot_times, .99) / pct(pinned_times, .99):.2f}")
-    print("memory: seconds, each worker's RSS (MiB), each worker's lazy bytes (MiB)")
+    for (booster, kind), top in itertools.product(((False, "trees"), (True, "boosters")),
+                                                  (HITS, 20)):
+        hits_of = [s for name, _, s in warm
+                   if name in zipf_order[:top] and is_booster(name) == booster]
+        baseline = [s for name, _, s in warm if name == PINNED[booster]]
+        if not hits_of:
+            continue
+        print(f"{top} hottest, {kind} ({len(hits_of)}): p50 {pct(hits_of, .5):.2f} ms, p99 "
+              f"{pct(hits_of, .99):.2f} ms; configured {kind[:-1]} ({len(baseline)}): p50 "
+              f"{pct(baseline, .5):.2f} ms, p99 {pct(baseline, .99):.2f} ms; ratios p50 "
+              f"{pct(hits_of, .5) / pct(baseline, .5):.2f}, p99 "
+              f"{pct(hits_of, .99) / pct(baseline, .99):.2f}")
+    print("memory: seconds, each worker's heap (RssAnon, MiB) / mapped files (RssFile, MiB), "
+          "each worker's lazy bytes (MiB)")
     for at, sizes, held in memory:
-        print(f"  {at:5.0f}  " + " ".join(f"{s / 2**20:6.1f}" for s in sizes) + "  |  "
-              + " ".join(f"{b / 2**20:5.1f}" for b in held))
+        print(f"  {at:5.0f}  " + " ".join(f"{a / 2**20:6.1f}/{f / 2**20:5.1f}" for a, f in sizes)
+              + "  |  " + " ".join(f"{b / 2**20:5.1f}" for b in held))
 
 
 if __name__ == "__main__":
