@@ -19,7 +19,7 @@ and 10,000-row requests (median latency). Ratios
 are against ``in_worker`` in the same run (the machines are noisy).
 
     .venv/bin/python benchmarks/runner.py [--workers 1 4 8] [--modes in_worker runner
-        runner+batching] [--seconds 5] [--no-wrk] [--hidden 7000]
+        runner+batching] [--seconds 5] [--no-wrk] [--hidden 7000] [--traffic-workers 4]
 """
 
 from __future__ import annotations
@@ -127,14 +127,17 @@ def main() -> None:
     parser.add_argument("--hidden", type=int, default=HIDDEN,
                         help="the hidden layers' width (7000: about 200 MB of weights)")
     parser.add_argument("--seconds", type=float, default=5.0)
+    parser.add_argument("--traffic-workers", type=int, default=4,
+                        help="the workers of the traffic rows, and the batches' cap")
     parser.add_argument("--no-wrk", action="store_true")
     args = parser.parse_args()
     folder = Path(tempfile.mkdtemp(prefix="runner-bench-"))
     export_mlp(folder / "mlp", args.hidden)
     params = folder / "batching.txt"
     # docs/batching.md's advice for sync workers: the largest batch a burst can form is the
-    # workers' count (4 in the traffic rows); a larger cap never fills and waits the timeout
-    params.write_text("max_batch_size { value: 4 }\nbatch_timeout_micros { value: 1000 }\n"
+    # workers' count (that of the traffic rows); a larger cap never fills and waits the timeout
+    params.write_text(f"max_batch_size {{ value: {args.traffic_workers} }}\n"
+                      "batch_timeout_micros { value: 1000 }\n"
                       "max_enqueued_batches { value: 2 }\nnum_batch_threads { value: 2 }\n")
     modes = {"in_worker": {"FLASK_PREDICT_RUNNER": "false"}, "runner": {},
              "runner+batching": {"FLASK_PREDICT_BATCHING": "true",
@@ -153,10 +156,10 @@ def main() -> None:
     wrk_body.write_bytes(body(1))
     with contextlib.ExitStack() as stack:  # every mode's server at once (see latencies_ms)
         servers = {mode: stack.enter_context(harness.started(
-            server(mode, folder / "mlp", 4, modes[mode]), timeout=600, log_dir=folder))
-            for mode in args.modes}
+            server(mode, folder / "mlp", args.traffic_workers, modes[mode]), timeout=600,
+            log_dir=folder)) for mode in args.modes}
         for running in servers.values():
-            every_worker_answers(running, 4)
+            every_worker_answers(running, args.traffic_workers)
         report["latency_1row_ms"] = latencies_ms(servers, body(1), 300)
         # larger than a batch: refused with batching, as TF Serving does
         report["latency_10000rows_ms"] = latencies_ms(
