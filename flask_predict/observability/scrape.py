@@ -30,9 +30,16 @@ def exposition_in_child(registry: CollectorRegistry) -> bytes:
     if not hasattr(os, "fork"):
         return generate_latest(registry)
     read_end, write_end = os.pipe()
-    with warnings.catch_warnings():  # Python 3.12's word on forking with threads running:
-        warnings.simplefilter("ignore", DeprecationWarning)  # the child runs none of theirs
-        pid = os.fork()
+    try:
+        with warnings.catch_warnings():  # Python 3.12's word on forking with threads running:
+            warnings.simplefilter("ignore", DeprecationWarning)  # the child runs none of theirs
+            pid = os.fork()
+    except OSError as exc:  # no process or memory to spare: scrape here
+        os.close(read_end)
+        os.close(write_end)
+        logger.warning("flask_predict: no child process for the scrape (%s); scraping in the "
+                       "worker", exc)
+        return generate_latest(registry)
     if pid == 0:  # the child: no logging, no lock another thread may hold, no exit hooks
         code = 1
         try:

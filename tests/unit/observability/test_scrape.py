@@ -50,3 +50,16 @@ def test_a_child_that_fails_or_hangs_is_replaced_by_a_scrape_here(
     assert b"made_here 1.0" in scrape.exposition_in_child(registry)
     assert time.monotonic() - started < 10
     assert "scrape's child process failed" in caplog.text
+
+
+def test_no_child_to_spare_scrapes_here(monkeypatch: pytest.MonkeyPatch,
+                                        caplog: pytest.LogCaptureFixture) -> None:
+    registry = CollectorRegistry()
+    Counter("requests", "Requests", registry=registry).inc()
+
+    def no_fork() -> int:
+        raise BlockingIOError(11, "Resource temporarily unavailable")
+
+    monkeypatch.setattr(os, "fork", no_fork)
+    assert scrape.exposition_in_child(registry) == generate_latest(registry)
+    assert "no child process for the scrape" in caplog.text
