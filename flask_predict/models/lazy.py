@@ -32,11 +32,11 @@ from ..storage.store import NothingListed
 from ..storage.artifacts import files_bytes, tree_stamp, version_folders, version_path
 from ..types import ModelSpec
 from .added_models import AddedModels, inside, valid_name
+from .lazy_types import Events, Listener, TierEntry
 from .loading import load_version
 from .plugins import plugin_for
 from .root_folders import RootFolders
 from .served import FAILED_TO_LOAD, LoadedVersion, ServedModel, VersionStatus, close_predictor
-from .lazy_types import Events, Listener, TierEntry
 from .shared_state import NameSet
 from .startup import cause_of
 from .warmup import warm_up
